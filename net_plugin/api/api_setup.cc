@@ -1,0 +1,227 @@
+// API boundary, setup half: init and contexts, devices and properties,
+// listen/connect/accept and the closes.
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "net_plugin/api/api.h"
+#include "net_plugin/api/boundary.h"
+#include "net_plugin/api/registry.h"
+#include "net_plugin/core/connector.h"
+#include "net_plugin/core/listener.h"
+#include "net_plugin/core/plugin_state.h"
+#include "net_plugin/core/recv_comm.h"
+#include "net_plugin/core/send_comm.h"
+
+namespace bagua::net::api {
+namespace {
+
+// A v11 per-communicator context.
+struct Context {
+  uint64_t commId = 0;
+  int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  std::shared_ptr<Engine> engine;  // keeps workers alive for the communicator's life
+};
+
+// connect() state between calls, keyed by the id written into the handle.
+class PendingConnects {
+ public:
+  static PendingConnects& get() {
+    static PendingConnects pending;
+    return pending;
+  }
+  uint64_t add(std::unique_ptr<Connector> connector) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t id = randomToken();
+    connectors_[id] = std::move(connector);
+    return id;
+  }
+  // nullptr when `id` is unknown (a corrupted handle).
+  Connector* find(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = connectors_.find(id);
+    return it == connectors_.end() ? nullptr : it->second.get();
+  }
+  void remove(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connectors_.erase(id);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<uint64_t, std::unique_ptr<Connector>> connectors_;
+};
+
+int deviceCount() { return static_cast<int>(PluginState::get().devices().size()); }
+
+}  // namespace
+
+ncclResult_t init(ncclDebugLogger_t logger) {
+  return guarded("init", [&](const char*) {
+    PluginState::get().init(logger);
+    return Status::kOk;
+  });
+}
+
+ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass,
+                         ncclDebugLogger_t logger) {
+  return guarded("init", [&](const char* fn) {
+    BAGUA_CHECK_ARG(ctx != nullptr, "context pointer is NULL");
+    *ctx = nullptr;
+    PluginState::get().init(logger);
+    auto context = std::make_unique<Context>();
+    context->commId = commId;
+    context->trafficClass = trafficClass;
+    context->engine = PluginState::get().engine();
+    Registry::get().add(context.get(), ObjectKind::kContext);
+    *ctx = context.release();
+    return Status::kOk;
+  });
+}
+
+ncclResult_t finalizeContext(void* ctx) {
+  return guarded("finalize", [&](const char* fn) {
+    if (ctx == nullptr) return Status::kOk;  // NCCL 2.28 finalizes after a failed init
+    BAGUA_CHECK_ARG(Registry::get().is(ctx, ObjectKind::kContext), "unknown context %p", ctx);
+    Registry::get().remove(ctx);
+    delete static_cast<Context*>(ctx);
+    return Status::kOk;
+  });
+}
+
+ncclResult_t setNetAttr(void* ctx, const ncclNetAttr_v11_t* attr) {
+  return guarded("setNetAttr", [&](const char* fn) {
+    BAGUA_CHECK_ARG(Registry::get().is(ctx, ObjectKind::kContext), "unknown context %p", ctx);
+    BAGUA_CHECK_ARG(attr != nullptr, "attributes are NULL");
+    BAGUA_TRACE_LOG("setNetAttr: send peers %d..%d flows %d..%d, op %u algo %u proto %u",
+                    attr->sendCommAttr.minConcurrentPeers, attr->sendCommAttr.maxConcurrentPeers,
+                    attr->sendCommAttr.minFlowsPerPeer, attr->sendCommAttr.maxFlowsPerPeer,
+                    attr->op, attr->algo, attr->proto);
+    return Status::kOk;
+  });
+}
+
+ncclResult_t devices(int* ndev) {
+  return guarded("devices", [&](const char* fn) {
+    BAGUA_CHECK_ARG(ndev != nullptr, "ndev is NULL");
+    *ndev = deviceCount();
+    return Status::kOk;
+  });
+}
+
+ncclResult_t getProperties(int dev, DeviceProps* props) {
+  return guarded("getProperties", [&](const char* fn) {
+    BAGUA_CHECK_ARG(props != nullptr, "props is NULL");
+    BAGUA_CHECK_ARG(dev >= 0 && dev < deviceCount(), "device %d (the plugin has %d)", dev,
+                    deviceCount());
+    const NetDevice& d = PluginState::get().devices()[static_cast<size_t>(dev)];
+    props->name = const_cast<char*>(d.name.c_str());
+    props->pciPath = d.pciPath.empty() ? nullptr : const_cast<char*>(d.pciPath.c_str());
+    props->guid = static_cast<uint64_t>(dev);
+    props->ptrSupport = NCCL_PTR_HOST;
+    props->speedMbps = d.speedMbps;
+    props->port = 0;
+    props->latency = 0;
+    props->maxComms = 65536;
+    props->maxRecvs = 1;
+    props->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
+    props->maxCollBytes = NCCL_MAX_NET_SIZE_BYTES;
+    return Status::kOk;
+  });
+}
+
+ncclResult_t listen(int dev, void* handle, void** listenComm) {
+  return guarded("listen", [&](const char* fn) {
+    BAGUA_CHECK_ARG(handle != nullptr && listenComm != nullptr, "handle or listenComm is NULL");
+    *listenComm = nullptr;
+    BAGUA_CHECK_ARG(dev >= 0 && dev < deviceCount(), "device %d (the plugin has %d)", dev,
+                    deviceCount());
+    auto comm = std::make_unique<ListenComm>(PluginState::get().devices()[static_cast<size_t>(dev)],
+                                             params().streams);
+    std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
+    std::memcpy(handle, &comm->handle(), sizeof(ListenHandle));
+    Registry::get().add(comm.get(), ObjectKind::kListen);
+    *listenComm = comm.release();
+    return Status::kOk;
+  });
+}
+
+ncclResult_t connect(int dev, void* handle, void** sendComm) {
+  return guarded("connect", [&](const char* fn) {
+    BAGUA_CHECK_ARG(handle != nullptr && sendComm != nullptr, "handle or sendComm is NULL");
+    *sendComm = nullptr;
+    BAGUA_CHECK_ARG(dev >= 0 && dev < deviceCount(), "device %d (the plugin has %d)", dev,
+                    deviceCount());
+    auto* h = static_cast<ListenHandle*>(handle);
+    std::string why;
+    BAGUA_CHECK_ARG(checkListenHandle(*h, &why), "%s", why.c_str());
+    if (h->connectId == 0) {
+      h->connectId = PendingConnects::get().add(std::make_unique<Connector>(*h));
+    }
+    Connector* connector = PendingConnects::get().find(h->connectId);
+    BAGUA_CHECK_ARG(connector != nullptr, "handle names an unknown connect in progress (corrupted)");
+    std::unique_ptr<SendComm> comm;
+    try {
+      comm = connector->progress();
+    } catch (...) {
+      PendingConnects::get().remove(h->connectId);
+      h->connectId = 0;
+      throw;
+    }
+    if (!comm) return Status::kOk;  // not yet: NCCL calls again
+    PendingConnects::get().remove(h->connectId);
+    h->connectId = 0;
+    Registry::get().add(comm.get(), ObjectKind::kSend);
+    *sendComm = comm.release();
+    return Status::kOk;
+  });
+}
+
+ncclResult_t accept(void* listenComm, void** recvComm) {
+  return guarded("accept", [&](const char* fn) {
+    BAGUA_CHECK_ARG(recvComm != nullptr, "recvComm is NULL");
+    *recvComm = nullptr;
+    BAGUA_CHECK_ARG(Registry::get().is(listenComm, ObjectKind::kListen), "unknown listenComm %p",
+                    listenComm);
+    std::unique_ptr<RecvComm> comm = static_cast<ListenComm*>(listenComm)->accept();
+    if (!comm) return Status::kOk;
+    Registry::get().add(comm.get(), ObjectKind::kRecv);
+    *recvComm = comm.release();
+    return Status::kOk;
+  });
+}
+
+ncclResult_t closeSend(void* sendComm) {
+  return guarded("closeSend", [&](const char* fn) {
+    BAGUA_CHECK_ARG(Registry::get().is(sendComm, ObjectKind::kSend), "unknown sendComm %p",
+                    sendComm);
+    Registry::get().remove(sendComm);
+    auto* comm = static_cast<SendComm*>(sendComm);
+    if (comm->close()) delete comm;  // else leaked: a worker may still use it
+    return Status::kOk;
+  });
+}
+
+ncclResult_t closeRecv(void* recvComm) {
+  return guarded("closeRecv", [&](const char* fn) {
+    BAGUA_CHECK_ARG(Registry::get().is(recvComm, ObjectKind::kRecv), "unknown recvComm %p",
+                    recvComm);
+    Registry::get().remove(recvComm);
+    auto* comm = static_cast<RecvComm*>(recvComm);
+    if (comm->close()) delete comm;  // else leaked: a worker may still use it
+    return Status::kOk;
+  });
+}
+
+ncclResult_t closeListen(void* listenComm) {
+  return guarded("closeListen", [&](const char* fn) {
+    BAGUA_CHECK_ARG(Registry::get().is(listenComm, ObjectKind::kListen), "unknown listenComm %p",
+                    listenComm);
+    Registry::get().remove(listenComm);
+    delete static_cast<ListenComm*>(listenComm);
+    return Status::kOk;
+  });
+}
+
+}  // namespace bagua::net::api

@@ -1,0 +1,89 @@
+// Every environment knob of the plugin, in one place.
+//
+// Knobs are read once, the first time any is needed (the values of a process
+// never change afterwards; tests that need other values start a new process).
+// Values that differ from the default are logged at INFO (INIT|NET) by
+// logParams(). docs/env.md mirrors this table; env_doc_test.cc checks that
+// every name here appears there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bagua::net {
+
+enum class EngineKind { kAuto, kIoUring, kEpoll };
+
+struct Params {
+  // BAGUA_NET_STREAMS (int, 4): TCP streams per connection. Every chunk of a
+  // message may travel on any stream, so one slow flow cannot hold a message
+  // back. 1 gives a single-stream plugin (for comparisons). Range 1..64.
+  int streams = 4;
+
+  // BAGUA_NET_THREADS (int, 0 = auto): engine worker threads shared by every
+  // connection of the process. Auto is min(4, online CPUs). Range 0..64.
+  int threads = 0;
+
+  // BAGUA_NET_ENGINE (auto | io_uring | epoll): the I/O engine. auto takes
+  // io_uring and falls back to epoll where io_uring is unavailable (container
+  // seccomp profiles block it); naming io_uring makes that fallback an error.
+  EngineKind engine = EngineKind::kAuto;
+
+  // BAGUA_NET_CHUNK_BYTES (bytes, 256 KiB): the largest piece of a message
+  // handed to one stream at a time. Smaller balances streams more finely,
+  // larger costs fewer system calls. Range 4 KiB..64 MiB.
+  size_t chunkBytes = 256 * 1024;
+
+  // BAGUA_NET_MIN_SPLIT_BYTES (bytes, 64 KiB): messages up to this size travel
+  // whole on one stream (lowest latency); larger ones are cut into chunks.
+  size_t minSplitBytes = 64 * 1024;
+
+  // BAGUA_NET_SPEED_MBPS (int, 0): the link speed reported to NCCL, in Mbit/s.
+  // 0 reads /sys/class/net/IF/speed and uses 10000 (NCCL's own default) where
+  // the NIC reports none (-1 on virtual NICs, nothing on lo).
+  int speedMbps = 0;
+
+  // BAGUA_NET_CONNECT_TIMEOUT_MS (int, 60000): how long connect() keeps
+  // retrying a refused or unreachable listener before it reports an error.
+  int connectTimeoutMs = 60000;
+
+  // BAGUA_NET_HANDSHAKE_TIMEOUT_MS (int, 10000): an accepted connection that
+  // has not presented a complete hello within this time is closed and logged.
+  int handshakeTimeoutMs = 10000;
+
+  // BAGUA_NET_PEER_TIMEOUT_SEC (int, 30): a peer host that stops answering
+  // (no FIN or RST, e.g. power loss) is declared dead after about this long:
+  // TCP_USER_TIMEOUT for unacknowledged data and TCP keepalive for idle
+  // connections. A peer process that dies is detected at once regardless.
+  int peerTimeoutSec = 30;
+
+  // BAGUA_NET_SOCKET_BUFFER_BYTES (bytes, 0): SO_SNDBUF/SO_RCVBUF of data
+  // streams; 0 leaves the kernel's autotuning on (usually best).
+  size_t socketBufferBytes = 0;
+
+  // NCCL_SOCKET_IFNAME (NCCL's): which interfaces become devices: a comma
+  // list of prefixes, `^` excludes, `=` matches exactly (e.g. "=lo").
+  std::string socketIfname;
+
+  // NCCL_SOCKET_FAMILY (NCCL's): AF_INET or AF_INET6 restricts addresses to
+  // one family; unset takes either.
+  std::string socketFamily;
+};
+
+// The process's knobs, read from the environment on first use. Throws
+// NetError naming the knob and the expected form when a value is malformed.
+const Params& params();
+
+// Names of every knob above, for logging and the docs check.
+const std::vector<std::string>& paramNames();
+
+// Logs (INIT|NET) each knob whose value differs from its default.
+void logParams();
+
+// Parses "123", "64K", "4M", "1G" (binary multiples). Returns false when the
+// text is not a non-negative size.
+bool parseBytes(const std::string& text, size_t* out);
+
+}  // namespace bagua::net

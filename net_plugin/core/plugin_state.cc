@@ -1,0 +1,70 @@
+// PluginState: one-time discovery and the reference-counted engine.
+#include "net_plugin/core/plugin_state.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "config.h"
+#include "net_plugin/core/log.h"
+#include "net_plugin/core/status.h"
+
+namespace bagua::net {
+
+PluginState& PluginState::get() {
+  static PluginState state;
+  return state;
+}
+
+void PluginState::init(ncclDebugLogger_t logger) {
+  setLogger(logger);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (initialized_) return;
+  const Params& p = params();  // throws on a malformed knob
+  logParams();
+  devices_ = discoverDevices(p);
+  if (devices_.empty()) {
+    throw NetError(Status::kSystemError,
+                   "no usable network interface" +
+                       (p.socketIfname.empty() ? std::string()
+                                               : " matches NCCL_SOCKET_IFNAME=" + p.socketIfname));
+  }
+  std::string list;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const NetDevice& d = devices_[i];
+    list += " [" + std::to_string(i) + "]" + d.name + ":" + sockAddrToString(d.addr) + "<" +
+            std::to_string(d.speedMbps) + "Mbps>";
+  }
+  BAGUA_INFO(NCCL_INIT | NCCL_NET, "Bagua-Net %s: using%s", BAGUA_VERSION, list.c_str());
+  initialized_ = true;
+}
+
+int PluginState::engineThreads() const {
+  int configured = params().threads;
+  if (configured > 0) return configured;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<int>(std::clamp<long>(cpus, 1, 4));
+}
+
+std::shared_ptr<Engine> PluginState::engine() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (engine) return engine;
+  std::string note;
+  int threads = engineThreads();
+  engine = createEngine(params().engine, threads, &note);
+  if (!note.empty()) BAGUA_WARN("%s", note.c_str());
+  // One line per process at INFO; restarts after idle periods only at TRACE.
+  if (!engineLogged_) {
+    BAGUA_INFO(NCCL_INIT | NCCL_NET,
+               "%s engine, %d worker threads, %d streams per connection, %zu-byte chunks",
+               engine->name(), engine->workerCount(), params().streams, params().chunkBytes);
+    engineLogged_ = true;
+  } else {
+    BAGUA_TRACE_LOG("%s engine restarted", engine->name());
+  }
+  engine_ = engine;
+  return engine;
+}
+
+}  // namespace bagua::net

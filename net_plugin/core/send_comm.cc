@@ -1,0 +1,115 @@
+// SendComm (message queue, chunk hand-out) and SendStream (one stream's
+// send loop: header + payload in one sendmsg, resumed after short writes).
+#include "net_plugin/core/send_comm.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "net_plugin/core/log.h"
+
+namespace bagua::net {
+
+SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine)
+    : Comm(Kind::kSend, std::move(peer), std::move(engine)),
+      pool_(this, RequestKind::kSend),
+      idle_(fds.size(), true),
+      chunkBytes_(params().chunkBytes),
+      minSplitBytes_(params().minSplitBytes) {
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
+                                                   &nextWorker(*engine_)));
+  }
+  startStreams(std::move(streams));
+}
+
+Status SendComm::isend(void* data, size_t size, Request** out) {
+  std::vector<SendStream*> wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Request* req = pool_.acquire();
+    *out = req;
+    if (req == nullptr) return Status::kOk;  // all in use: NCCL asks again
+    req->seq = nextSeq_++;
+    req->data = static_cast<uint8_t*>(data);
+    req->size = size;
+    queue_.push_back(req);
+    // Wake as many idle streams as the message has chunks.
+    size_t chunks = size <= minSplitBytes_ ? 1 : (size + chunkBytes_ - 1) / chunkBytes_;
+    for (size_t i = 0; i < idle_.size() && wake.size() < chunks; ++i) {
+      if (idle_[i]) {
+        idle_[i] = false;
+        wake.push_back(static_cast<SendStream*>(streams_[i].get()));
+      }
+    }
+  }
+  for (SendStream* s : wake) s->worker().post([s] { s->pump(); });
+  return Status::kOk;
+}
+
+bool SendComm::takeChunk(int stream, Chunk* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queue_.empty() || failed()) {
+    idle_[static_cast<size_t>(stream)] = true;
+    return false;
+  }
+  Request* req = queue_.front();
+  uint64_t left = req->size - cursor_;
+  uint64_t len = req->size <= minSplitBytes_ ? left : std::min<uint64_t>(left, chunkBytes_);
+  *out = Chunk{req, cursor_, static_cast<uint32_t>(len)};
+  cursor_ += len;
+  if (cursor_ == req->size) {
+    queue_.pop_front();
+    cursor_ = 0;
+  }
+  idle_[static_cast<size_t>(stream)] = false;
+  return true;
+}
+
+void SendStream::pump() {
+  if (sendPending_ || closing_) return;
+  if (!sendComm_->takeChunk(index_, &chunk_)) return;
+  Request* req = chunk_.req;
+  header_ = makeChunkHeader(req->seq, req->size, chunk_.offset, chunk_.len);
+  iov_[0] = {&header_, sizeof(header_)};
+  iov_[1] = {req->data + chunk_.offset, chunk_.len};
+  iovcnt_ = chunk_.len > 0 ? 2 : 1;
+  remaining_ = sizeof(header_) + chunk_.len;
+  submit();
+}
+
+void SendStream::submit() {
+  sendPending_ = true;
+  worker_->send(fd_.get(), iov_, iovcnt_);
+}
+
+void SendStream::onSendDone(int result) {
+  sendPending_ = false;
+  if (settleAfterIo()) return;
+  if (result <= 0) {
+    int err = result == 0 ? EPIPE : -result;
+    Status status = (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT) ? Status::kRemoteError
+                                                                            : Status::kSystemError;
+    comm_->fail(status, errnoMessage("send on stream " + std::to_string(index_), err));
+    return;
+  }
+  remaining_ -= static_cast<size_t>(result);
+  if (remaining_ > 0) {
+    // Short write: drop the bytes already sent from the front of the iovec.
+    size_t skip = static_cast<size_t>(result);
+    int first = 0;
+    while (skip >= iov_[first].iov_len) skip -= iov_[first++].iov_len;
+    iov_[first].iov_base = static_cast<uint8_t*>(iov_[first].iov_base) + skip;
+    iov_[first].iov_len -= skip;
+    if (first == 1) iov_[0] = iov_[1];
+    iovcnt_ -= first;
+    submit();
+    return;
+  }
+  Request* req = chunk_.req;
+  size_t total = req->doneBytes.fetch_add(chunk_.len, std::memory_order_acq_rel) + chunk_.len;
+  if (total == req->size) req->done.store(true, std::memory_order_release);
+  pump();
+}
+
+}  // namespace bagua::net

@@ -1,0 +1,76 @@
+// The I/O engine: a fixed pool of worker threads shared by every connection
+// of the process. Each TCP stream belongs to one worker, and all of a
+// stream's I/O is started and completed on that worker's thread, so stream
+// state needs no lock. Two implementations share this interface: io_uring
+// (uring_engine.cc, one ring per worker) and epoll (epoll_engine.cc, for
+// containers whose seccomp profile blocks io_uring).
+//
+// Completion semantics are the same for both: at most one send and one
+// receive are pending per fd; each finishes exactly once with the bytes moved
+// (possibly fewer than asked; the caller continues) or -errno; a receive that
+// returns 0 means the peer closed. After cancel(fd) pending operations finish
+// promptly with an error.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "net_plugin/core/params.h"
+
+namespace bagua::net {
+
+// Gets the completions of one fd's operations, on the fd's worker thread.
+class IoHandler {
+ public:
+  virtual ~IoHandler() = default;
+  // A send finished: bytes written (> 0) or -errno.
+  virtual void onSendDone(int result) = 0;
+  // A receive finished: bytes read (> 0), 0 when the peer closed, or -errno.
+  virtual void onRecvDone(int result) = 0;
+};
+
+// One worker thread. post() is thread-safe; every other method must be called
+// on the worker's own thread (from a posted task or a completion).
+class Worker {
+ public:
+  virtual ~Worker() = default;
+  // Runs `task` on this worker's thread soon.
+  virtual void post(std::function<void()> task) = 0;
+  // Starts delivering completions of operations on `fd` to `handler`.
+  virtual void attach(int fd, IoHandler* handler) = 0;
+  // Forgets `fd`; no operation may be pending on it.
+  virtual void detach(int fd) = 0;
+  // Starts sending `iov` (the array and its buffers must live until done).
+  virtual void send(int fd, const iovec* iov, int iovcnt) = 0;
+  // Starts receiving up to `len` bytes into `buf`.
+  virtual void recv(int fd, void* buf, size_t len) = 0;
+  // Makes any pending operation on `fd` finish soon.
+  virtual void cancel(int fd) = 0;
+};
+
+class Engine {
+ public:
+  // Stops and joins every worker thread.
+  virtual ~Engine() = default;
+  // "io_uring" or "epoll".
+  virtual const char* name() const = 0;
+  // Number of worker threads.
+  virtual int workerCount() const = 0;
+  // Worker `index` in [0, workerCount()).
+  virtual Worker& worker(int index) = 0;
+};
+
+// Starts an engine of `kind` with `threads` workers. kAuto tries io_uring and
+// falls back to epoll, saying why in *note. Throws NetError when the kind
+// asked for cannot start.
+std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, std::string* note);
+
+std::unique_ptr<Engine> createEpollEngine(int threads);
+// Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
+std::unique_ptr<Engine> createUringEngine(int threads);
+
+}  // namespace bagua::net

@@ -1,0 +1,195 @@
+// epoll engine: the fallback where io_uring is unavailable (Docker's and
+// containerd's default seccomp profiles block it) or BAGUA_NET_ENGINE=epoll.
+//
+// Sockets are non-blocking and registered once, edge-triggered, for both
+// directions. An operation is tried at once when started; only after it
+// meets EAGAIN does it wait for the next edge, which is why edge-triggering
+// cannot miss a wake-up. Completions are queued and delivered from the loop,
+// never from inside send()/recv(), so handlers that start the next
+// operation do not recurse.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "net_plugin/core/log.h"
+#include "net_plugin/core/socket_util.h"
+#include "net_plugin/core/status.h"
+#include "net_plugin/engine/engine.h"
+#include "net_plugin/engine/task_queue.h"
+
+namespace bagua::net {
+namespace {
+
+struct FdState {
+  IoHandler* handler = nullptr;
+  const iovec* sendIov = nullptr;  // pending send, when not null
+  int sendIovcnt = 0;
+  void* recvBuf = nullptr;  // pending receive, when not null
+  size_t recvLen = 0;
+};
+
+class EpollWorker final : public Worker {
+ public:
+  explicit EpollWorker(int index) : index_(index) {
+    epollFd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epollFd_ < 0) throw NetError(Status::kSystemError, errnoMessage("epoll_create1", errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = tasks_.wakeFd();
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, tasks_.wakeFd(), &ev) != 0) {
+      int err = errno;
+      ::close(epollFd_);
+      throw NetError(Status::kSystemError, errnoMessage("epoll_ctl(eventfd)", err));
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~EpollWorker() override {
+    tasks_.requestStop();
+    thread_.join();
+    ::close(epollFd_);
+  }
+
+  void post(std::function<void()> task) override { tasks_.post(std::move(task)); }
+
+  void attach(int fd, IoHandler* handler) override {
+    setNonBlocking(fd, true);
+    fds_[fd].handler = handler;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+    ev.data.fd = fd;
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      BAGUA_WARN("epoll_ctl(ADD, fd %d) failed: %s", fd, strerror(errno));
+    }
+  }
+
+  void detach(int fd) override {
+    epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
+    fds_.erase(fd);
+  }
+
+  void send(int fd, const iovec* iov, int iovcnt) override {
+    FdState& st = fds_.at(fd);
+    st.sendIov = iov;
+    st.sendIovcnt = iovcnt;
+    trySend(fd, st);
+  }
+
+  void recv(int fd, void* buf, size_t len) override {
+    FdState& st = fds_.at(fd);
+    st.recvBuf = buf;
+    st.recvLen = len;
+    tryRecv(fd, st);
+  }
+
+  void cancel(int fd) override {
+    FdState& st = fds_.at(fd);
+    if (st.sendIov != nullptr) complete(st, &st.sendIov, true, -ECANCELED);
+    if (st.recvBuf != nullptr) complete(st, nullptr, false, -ECANCELED);
+  }
+
+ private:
+  struct Completion {
+    IoHandler* handler;
+    bool isSend;
+    int result;
+  };
+
+  void complete(FdState& st, const iovec** clear, bool isSend, int result) {
+    if (isSend) {
+      *clear = nullptr;
+    } else {
+      st.recvBuf = nullptr;
+    }
+    done_.push_back({st.handler, isSend, result});
+  }
+
+  void trySend(int fd, FdState& st) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(st.sendIov);
+    msg.msg_iovlen = static_cast<size_t>(st.sendIovcnt);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    complete(st, &st.sendIov, true, n < 0 ? -errno : static_cast<int>(n));
+  }
+
+  void tryRecv(int fd, FdState& st) {
+    ssize_t n = ::recv(fd, st.recvBuf, st.recvLen, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    complete(st, nullptr, false, n < 0 ? -errno : static_cast<int>(n));
+  }
+
+  void deliver() {
+    // Handlers start new operations, which may append to done_.
+    while (!done_.empty()) {
+      std::vector<Completion> batch;
+      batch.swap(done_);
+      for (const Completion& c : batch) {
+        if (c.isSend) {
+          c.handler->onSendDone(c.result);
+        } else {
+          c.handler->onRecvDone(c.result);
+        }
+      }
+    }
+  }
+
+  void run() {
+    pthread_setname_np(pthread_self(), ("bagua-net-" + std::to_string(index_)).c_str());
+    constexpr int kMaxEvents = 64;
+    epoll_event events[kMaxEvents];
+    while (!(tasks_.stopRequested() && fds_.empty())) {
+      tasks_.runAll();
+      deliver();
+      if (tasks_.stopRequested() && fds_.empty()) break;
+      int n = epoll_wait(epollFd_, events, kMaxEvents, -1);
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        if (fd == tasks_.wakeFd()) {
+          tasks_.clearWake();
+          continue;
+        }
+        auto it = fds_.find(fd);
+        if (it == fds_.end()) continue;
+        FdState& st = it->second;
+        if (st.sendIov != nullptr) trySend(fd, st);
+        if (st.recvBuf != nullptr) tryRecv(fd, st);
+      }
+      deliver();
+    }
+  }
+
+  int index_;
+  int epollFd_ = -1;
+  TaskQueue tasks_;
+  std::thread thread_;
+  std::unordered_map<int, FdState> fds_;
+  std::vector<Completion> done_;
+};
+
+class EpollEngine final : public Engine {
+ public:
+  explicit EpollEngine(int threads) {
+    for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<EpollWorker>(i));
+  }
+  const char* name() const override { return "epoll"; }
+  int workerCount() const override { return static_cast<int>(workers_.size()); }
+  Worker& worker(int index) override { return *workers_.at(static_cast<size_t>(index)); }
+
+ private:
+  std::vector<std::unique_ptr<EpollWorker>> workers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> createEpollEngine(int threads) {
+  return std::make_unique<EpollEngine>(threads);
+}
+
+}  // namespace bagua::net

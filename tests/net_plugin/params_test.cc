@@ -1,0 +1,42 @@
+// Knob parsing, and docs/env.md documenting every knob.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "net_plugin/core/params.h"
+
+namespace bagua::net {
+namespace {
+
+TEST(ParseBytes, AcceptsSuffixes) {
+  size_t v = 0;
+  EXPECT_TRUE(parseBytes("4096", &v));
+  EXPECT_EQ(v, 4096u);
+  EXPECT_TRUE(parseBytes("256K", &v));
+  EXPECT_EQ(v, 256u << 10);
+  EXPECT_TRUE(parseBytes("4M", &v));
+  EXPECT_EQ(v, 4u << 20);
+  EXPECT_TRUE(parseBytes("1G", &v));
+  EXPECT_EQ(v, 1u << 30);
+}
+
+TEST(ParseBytes, RejectsGarbage) {
+  size_t v = 0;
+  for (const char* bad : {"", "-1", "abc", "4X", "12MB", "99999999999999999999G"}) {
+    EXPECT_FALSE(parseBytes(bad, &v)) << bad;
+  }
+}
+
+TEST(EnvDoc, EveryKnobIsDocumented) {
+  std::ifstream file(BAGUA_SOURCE_ROOT "/docs/env.md");
+  ASSERT_TRUE(file.good()) << "docs/env.md is missing";
+  std::stringstream text;
+  text << file.rdbuf();
+  for (const std::string& name : paramNames()) {
+    EXPECT_NE(text.str().find(name), std::string::npos) << name << " is not in docs/env.md";
+  }
+}
+
+}  // namespace
+}  // namespace bagua::net
