@@ -47,15 +47,25 @@ Status Comm::test(Request* req, int* done, int* size) {
     return Status::kOk;
   }
   *done = 0;
-  // The failure itself was logged once, with its cause, by fail().
-  return failure_.load(std::memory_order_acquire);
+  Status failure = failure_.load(std::memory_order_acquire);
+  if (failure != Status::kOk) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failureLogged_) {
+      failureLogged_ = true;
+      BAGUA_WARN("%s connection with %s failed (%s): %s", kind_ == Kind::kSend ? "send" : "receive",
+                 peer_.c_str(), statusName(failure), failureMessage_.c_str());
+    }
+  }
+  return failure;
 }
 
-void Comm::fail(Status status, const std::string& message) {
+void Comm::fail(Status status, const std::string& message, bool quiet) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failure_.load(std::memory_order_relaxed) != Status::kOk) return;
   failureMessage_ = message;
   failure_.store(status, std::memory_order_release);
+  if (quiet && !busyLocked()) return;
+  failureLogged_ = true;
   BAGUA_WARN("%s connection with %s failed (%s): %s", kind_ == Kind::kSend ? "send" : "receive",
              peer_.c_str(), statusName(status), message.c_str());
 }

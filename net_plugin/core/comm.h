@@ -39,8 +39,10 @@ class Comm {
   // is then released), the comm's failure when it failed, else *done = 0.
   Status test(Request* req, int* done, int* size);
 
-  // Records the first failure and logs it. Thread-safe.
-  void fail(Status status, const std::string& message);
+  // Records the first failure and logs it. Thread-safe. A quiet failure
+  // (the peer closing an idle connection: normal at teardown) is logged
+  // only when test() first reports it for a request.
+  void fail(Status status, const std::string& message, bool quiet = false);
   bool failed() const { return failure_.load(std::memory_order_acquire) != Status::kOk; }
 
   // Stops every stream (shutting sockets down if I/O is pending) and waits
@@ -57,6 +59,8 @@ class Comm {
   void startStreams(std::vector<std::unique_ptr<Stream>> streams);
   // Under mutex_: returns a finished request to the pool.
   virtual void releaseLocked(Request* req) = 0;
+  // Under mutex_: true when any request is posted and not yet released.
+  virtual bool busyLocked() const = 0;
 
   std::mutex mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
@@ -68,6 +72,7 @@ class Comm {
   std::string peer_;
   std::atomic<Status> failure_{Status::kOk};
   std::string failureMessage_;  // (mutex)
+  bool failureLogged_ = false;  // (mutex)
   std::condition_variable closedCv_;
   size_t closedStreams_ = 0;  // (mutex)
 };

@@ -84,7 +84,8 @@ void RecvComm::streamFinished() {
     std::lock_guard<std::mutex> lock(mutex_);
     all = ++finishedStreams_ == streams_.size();
   }
-  if (all) fail(Status::kRemoteError, "the peer closed the connection");
+  // Normal at teardown; an error only for receives that can no longer finish.
+  if (all) fail(Status::kRemoteError, "the peer closed the connection", /*quiet=*/true);
 }
 
 void RecvComm::releaseLocked(Request* req) {

@@ -45,6 +45,7 @@ class RecvComm final : public Comm {
   void streamFinished();
 
  protected:
+  bool busyLocked() const override { return pool_.anyInUse(); }
   void releaseLocked(Request* req) override;
 
  private:

@@ -63,6 +63,13 @@ class RequestPool {
 
   void release(Request* r) { r->inUse.store(false, std::memory_order_relaxed); }
 
+  bool anyInUse() const {
+    for (const Request& r : slots_) {
+      if (r.inUse.load(std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+
   bool owns(const Request* r) const { return r >= slots_ && r < slots_ + kCapacity; }
 
  private:

@@ -37,6 +37,7 @@ class SendComm final : public Comm {
   bool takeChunk(int stream, Chunk* out);
 
  protected:
+  bool busyLocked() const override { return pool_.anyInUse(); }
   void releaseLocked(Request* req) override { pool_.release(req); }
 
  private:

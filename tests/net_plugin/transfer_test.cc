@@ -159,7 +159,8 @@ TEST(Listener, OneListenCommAcceptsSeveralPeers) {
   char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
   ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
   constexpr int kPeers = 3;
-  std::vector<std::vector<char>> handles(kPeers, std::vector<char>(handle, handle + sizeof(handle)));
+  std::vector<std::vector<char>> handles(kPeers,
+                                         std::vector<char>(handle, handle + sizeof(handle)));
   std::vector<void*> sends(kPeers, nullptr), recvs;
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while ((recvs.size() < kPeers || std::count(sends.begin(), sends.end(), nullptr) > 0) &&

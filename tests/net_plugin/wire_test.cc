@@ -81,10 +81,10 @@ TEST(ChunkHeader, AcceptsConsistentHeaders) {
 TEST(ChunkHeader, RejectsInconsistentHeaders) {
   ChunkHeader out{};
   std::string why;
-  for (auto h : {makeChunkHeader(0, 100, 90, 20),          // past the end
-                 makeChunkHeader(0, 100, 101, 0),          // offset past the end
-                 makeChunkHeader(0, 100, 0, 0),            // empty chunk of a non-empty message
-                 makeChunkHeader(0, ~0ull, 0, 16),         // absurd message size
+  for (auto h : {makeChunkHeader(0, 100, 90, 20),   // past the end
+                 makeChunkHeader(0, 100, 101, 0),   // offset past the end
+                 makeChunkHeader(0, 100, 0, 0),     // empty chunk of a non-empty message
+                 makeChunkHeader(0, ~0ull, 0, 16),  // absurd message size
                  makeChunkHeader(0, 1ull << 30, 0, (64u << 20) + 1)}) {  // chunk too large
     EXPECT_FALSE(parseChunkHeader(reinterpret_cast<uint8_t*>(&h), sizeof(h), &out, &why));
   }

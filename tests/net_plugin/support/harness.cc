@@ -139,8 +139,7 @@ long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed) {
   return -1;
 }
 
-void captureLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt,
-                   ...) {
+void captureLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
   char text[2048];
   va_list args;
   va_start(args, fmt);

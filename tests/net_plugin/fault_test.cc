@@ -1,0 +1,281 @@
+// Faults and bad input that need no second process: stray and garbage
+// connections, truncation, closing with requests in flight, a listener that
+// has gone away, and invalid arguments at every entry point. Runs with short
+// timeouts (tests/meson.build sets BAGUA_NET_HANDSHAKE_TIMEOUT_MS and
+// BAGUA_NET_CONNECT_TIMEOUT_MS) so each bound is exercised quickly.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "net_plugin/api/api.h"
+#include "net_plugin/core/wire.h"
+#include "tests/net_plugin/support/harness.h"
+
+namespace bagua::net::testing {
+namespace {
+
+// A raw TCP connection to the listener named by `handle`.
+int rawConnect(const char* handle) {
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  int fd = ::socket(h.addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::connect(fd, &h.addr.sa, sockAddrLen(h.addr)), 0);
+  return fd;
+}
+
+// Calls accept() until `until` passes; returns any comm it produced.
+void* acceptFor(void* listenComm, std::chrono::milliseconds until) {
+  auto deadline = std::chrono::steady_clock::now() + until;
+  void* recv = nullptr;
+  while (recv == nullptr && std::chrono::steady_clock::now() < deadline) {
+    EXPECT_EQ(api::accept(listenComm, &recv), ncclSuccess);
+  }
+  return recv;
+}
+
+// Connects a real sender to `handle` and accepts it on `listenComm`.
+Link completeLink(void* listenComm, char* handle) {
+  Link link;
+  link.listenComm = listenComm;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((link.sendComm == nullptr || link.recvComm == nullptr) &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (link.sendComm == nullptr) {
+      EXPECT_EQ(api::connect(0, handle, &link.sendComm), ncclSuccess);
+    }
+    if (link.recvComm == nullptr) {
+      EXPECT_EQ(api::accept(listenComm, &link.recvComm), ncclSuccess);
+    }
+  }
+  return link;
+}
+
+TEST(Stray, GarbageAndWrongTokenAreClosedAndListenerKeepsWorking) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+
+  int garbage = rawConnect(handle);
+  const char http[] = "GET / HTTP/1.1\r\nHost: example\r\n\r\n";
+  ASSERT_EQ(::write(garbage, http, sizeof(http) - 1), static_cast<ssize_t>(sizeof(http) - 1));
+  int wrongToken = rawConnect(handle);
+  Hello hello = makeHello(0, 1, /*token=*/12345, /*connId=*/1);
+  ASSERT_EQ(::write(wrongToken, &hello, sizeof(hello)), static_cast<ssize_t>(sizeof(hello)));
+
+  EXPECT_EQ(acceptFor(listenComm, 300ms), nullptr) << "strays must not become comms";
+  EXPECT_TRUE(logContains("bad magic")) << "garbage is logged";
+  EXPECT_TRUE(logContains("did not present this listener's token")) << "wrong token is logged";
+  char byte;
+  // Closed: EOF, or a reset where the plugin left the garbage unread.
+  EXPECT_LE(::read(garbage, &byte, 1), 0) << "the plugin closed the garbage connection";
+  EXPECT_LE(::read(wrongToken, &byte, 1), 0) << "the plugin closed the wrong-token connection";
+  ::close(garbage);
+  ::close(wrongToken);
+
+  Link link = completeLink(listenComm, handle);
+  ASSERT_NE(link.recvComm, nullptr) << "the listener still accepts real peers";
+  uint8_t out = 42, in = 0;
+  ASSERT_EQ(waitRequest(postSend(link.sendComm, &out, 1)), ncclSuccess);
+  ASSERT_EQ(waitRequest(postRecv(link.recvComm, &in, 1)), ncclSuccess);
+  EXPECT_EQ(in, 42);
+  closeLink(link);
+}
+
+TEST(Stray, SilentConnectionIsDroppedAfterHandshakeTimeout) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  int silent = rawConnect(handle);
+  EXPECT_EQ(acceptFor(listenComm, 800ms), nullptr);  // timeout is 300 ms in this suite
+  EXPECT_TRUE(logContains("no complete hello"));
+  char byte;
+  EXPECT_EQ(::read(silent, &byte, 1), 0);
+  ::close(silent);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+TEST(Truncation, SendLargerThanReceiveFailsNamingBothSizes) {
+  clearCapturedLog();
+  Link link = connectLink();
+  std::vector<uint8_t> out(2000, 1), in(1000);
+  void* rreq = postRecv(link.recvComm, in.data(), in.size());
+  void* sreq = postSend(link.sendComm, out.data(), out.size());
+  EXPECT_EQ(waitForError(rreq, 10s), ncclInvalidUsage);
+  EXPECT_TRUE(logContains("sent 2000 bytes but the posted receive holds only 1000 bytes"));
+  (void)sreq;  // may or may not finish: the receiver stops reading
+  closeLink(link);
+}
+
+TEST(Close, SendCloseWithRequestsInFlightIsPromptAndPeerSeesError) {
+  Link link = connectLink();
+  std::vector<uint8_t> big(64 << 20, 7);
+  // No receive is posted: the data stalls in socket buffers.
+  for (int i = 0; i < 4; ++i) postSend(link.sendComm, big.data(), big.size());
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(api::closeSend(link.sendComm), ncclSuccess);
+  link.sendComm = nullptr;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  std::vector<uint8_t> in(big.size());
+  void* rreq = postRecv(link.recvComm, in.data(), in.size());
+  ncclResult_t rc = waitForError(rreq, 10s);
+  EXPECT_EQ(rc, ncclRemoteError) << "a message cut short by the peer's close must fail";
+  closeLink(link);
+}
+
+TEST(Close, ReceiveCloseWithRequestsInFlightIsPromptAndSenderSeesError) {
+  Link link = connectLink();
+  std::vector<uint8_t> big(64 << 20, 7), in(big.size());
+  for (int i = 0; i < 4; ++i) postRecv(link.recvComm, in.data(), in.size());
+  void* sreq = postSend(link.sendComm, big.data(), 1 << 20);
+  ASSERT_EQ(waitRequest(sreq), ncclSuccess);
+  ASSERT_EQ(api::closeRecv(link.recvComm), ncclSuccess);
+  link.recvComm = nullptr;
+  // Sends after the receiver is gone fail (EPIPE/ECONNRESET), never hang.
+  ncclResult_t rc = ncclSuccess;
+  for (int i = 0; i < 20 && rc == ncclSuccess; ++i) {
+    rc = waitForError(postSend(link.sendComm, big.data(), big.size()), 10s);
+  }
+  EXPECT_EQ(rc, ncclRemoteError);
+  closeLink(link);
+}
+
+TEST(Close, ListenCloseWithConnectionsHalfDoneIsClean) {
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  ASSERT_EQ(api::connect(0, handle, &sendComm), ncclSuccess);  // starts, does not finish
+  int stray = rawConnect(handle);                              // accepted, no hello yet
+  void* recvComm = nullptr;
+  ASSERT_EQ(api::accept(listenComm, &recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+  ::close(stray);
+  if (recvComm != nullptr) {
+    EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  }
+  // The sender either completed before the close or gives up with an error.
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  ncclResult_t rc = ncclSuccess;
+  while (sendComm == nullptr && rc == ncclSuccess && std::chrono::steady_clock::now() < deadline) {
+    rc = api::connect(0, handle, &sendComm);
+  }
+  if (sendComm != nullptr) {
+    EXPECT_EQ(api::closeSend(sendComm), ncclSuccess);
+  } else {
+    EXPECT_EQ(rc, ncclRemoteError);
+  }
+}
+
+TEST(Connect, VanishedListenerFailsWithinConnectTimeout) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  ASSERT_EQ(api::closeListen(listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  ncclResult_t rc = ncclSuccess;
+  auto start = std::chrono::steady_clock::now();
+  while (rc == ncclSuccess && sendComm == nullptr &&
+         std::chrono::steady_clock::now() - start < 10s) {
+    rc = api::connect(0, handle, &sendComm);
+  }
+  EXPECT_EQ(rc, ncclRemoteError);
+  EXPECT_EQ(sendComm, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // the suite's timeout is 500 ms
+  EXPECT_TRUE(logContains("could not connect"));
+}
+
+TEST(InvalidArgument, NullPointersAndBadDevices) {
+  int n = 0;
+  void* comm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  api::DeviceProps props{};
+  EXPECT_EQ(api::devices(nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::devices(&n), ncclSuccess);
+  EXPECT_EQ(api::getProperties(-1, &props), ncclInvalidArgument);
+  EXPECT_EQ(api::getProperties(n, &props), ncclInvalidArgument);
+  EXPECT_EQ(api::getProperties(0, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::listen(n, handle, &comm), ncclInvalidArgument);
+  EXPECT_EQ(api::listen(0, nullptr, &comm), ncclInvalidArgument);
+  EXPECT_EQ(api::listen(0, handle, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::connect(0, nullptr, &comm), ncclInvalidArgument);
+  EXPECT_EQ(api::accept(nullptr, &comm), ncclInvalidArgument);
+  EXPECT_EQ(api::test(nullptr, &n, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::closeSend(nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::closeRecv(nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::closeListen(nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::finalizeContext(nullptr), ncclSuccess) << "NCCL 2.28 finalizes failed inits";
+}
+
+TEST(InvalidArgument, ForeignAndStalePointersAreRejected) {
+  uint64_t junk[64] = {};
+  void* req = nullptr;
+  int done = 0;
+  uint8_t buf[8];
+  void* data = buf;
+  size_t size = sizeof(buf);
+  EXPECT_EQ(api::isend(junk, buf, 8, nullptr, &req), ncclInvalidArgument);
+  EXPECT_EQ(api::irecv(junk, 1, &data, &size, nullptr, &req), ncclInvalidArgument);
+  EXPECT_EQ(api::test(junk, &done, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(api::closeSend(junk), ncclInvalidArgument);
+  Link link = connectLink();
+  void* staleSend = link.sendComm;
+  void* staleRecv = link.recvComm;
+  closeLink(link);
+  EXPECT_EQ(api::isend(staleSend, buf, 8, nullptr, &req), ncclInvalidArgument);
+  EXPECT_EQ(api::irecv(staleRecv, 1, &data, &size, nullptr, &req), ncclInvalidArgument);
+  EXPECT_EQ(api::closeSend(staleSend), ncclInvalidArgument) << "double close";
+}
+
+TEST(InvalidArgument, UnsupportedRequestsAreRefused) {
+  Link link = connectLink();
+  uint8_t buf[16];
+  void* bufs[2] = {buf, buf + 8};
+  size_t sizes[2] = {8, 8};
+  void* req = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(api::irecv(link.recvComm, 2, bufs, sizes, nullptr, &req), ncclInvalidArgument);
+  EXPECT_EQ(req, nullptr) << "*request is always written";
+  void* mr = nullptr;
+  EXPECT_EQ(api::regMr(link.sendComm, buf, 16, NCCL_PTR_CUDA, &mr), ncclInvalidArgument);
+  EXPECT_EQ(api::isend(link.sendComm, nullptr, 16, nullptr, &req), ncclInvalidArgument);
+  closeLink(link);
+}
+
+TEST(InvalidArgument, CorruptedHandleIsRejected) {
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  void* sendComm = nullptr;
+  for (size_t byte : {0ul, 5ul, 17ul, 40ul}) {
+    char bad[NCCL_NET_HANDLE_MAXSIZE];
+    std::memcpy(bad, handle, sizeof(bad));
+    bad[byte] ^= 0x5a;
+    EXPECT_EQ(api::connect(0, bad, &sendComm), ncclInvalidArgument) << "byte " << byte;
+    EXPECT_EQ(sendComm, nullptr);
+  }
+  char random[NCCL_NET_HANDLE_MAXSIZE];
+  for (size_t i = 0; i < sizeof(random); ++i) random[i] = static_cast<char>(i * 37 + 11);
+  EXPECT_EQ(api::connect(0, random, &sendComm), ncclInvalidArgument);
+  // A handle whose connect-state id was corrupted mid-connect.
+  char copy[NCCL_NET_HANDLE_MAXSIZE];
+  std::memcpy(copy, handle, sizeof(copy));
+  ASSERT_EQ(api::connect(0, copy, &sendComm), ncclSuccess);
+  if (sendComm == nullptr) {
+    reinterpret_cast<ListenHandle*>(copy)->connectId ^= 0xffff;
+    EXPECT_EQ(api::connect(0, copy, &sendComm), ncclInvalidArgument);
+  }
+  if (sendComm != nullptr) {
+    EXPECT_EQ(api::closeSend(sendComm), ncclSuccess);
+  }
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace bagua::net::testing
