@@ -3,6 +3,7 @@
 
 #include <exception>
 #include <new>
+#include <system_error>
 
 #include "net_plugin/core/log.h"
 #include "net_plugin/core/status.h"
@@ -21,6 +22,9 @@ ncclResult_t guarded(const char* function, Body&& body) noexcept {
     return static_cast<ncclResult_t>(e.code());
   } catch (const std::bad_alloc&) {
     BAGUA_WARN("%s: out of memory", function);
+    return ncclSystemError;
+  } catch (const std::system_error& e) {  // e.g. std::thread when the process has no room left
+    BAGUA_WARN("%s: %s", function, e.what());
     return ncclSystemError;
   } catch (const std::exception& e) {
     BAGUA_WARN("%s: internal error: %s", function, e.what());

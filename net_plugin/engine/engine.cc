@@ -1,11 +1,15 @@
 // Engine selection: io_uring unless told otherwise or unavailable.
 #include "net_plugin/engine/engine.h"
 
+#include <system_error>
+
 #include "net_plugin/core/status.h"
 
 namespace bagua::net {
 
-std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, std::string* note) {
+namespace {
+
+std::unique_ptr<Engine> startEngine(EngineKind kind, int threads, std::string* note) {
   if (kind == EngineKind::kEpoll) return createEpollEngine(threads);
   if (kind == EngineKind::kIoUring) return createUringEngine(threads);
   try {
@@ -13,6 +17,18 @@ std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, std::string* 
   } catch (const NetError& e) {
     *note = std::string("io_uring unavailable (") + e.what() + "), falling back to epoll";
     return createEpollEngine(threads);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, std::string* note) {
+  try {
+    return startEngine(kind, threads, note);
+  } catch (const std::system_error& e) {  // std::thread could not start one
+    throw NetError(Status::kSystemError,
+                   std::string("starting the I/O engine's worker threads: ") + e.what() +
+                       " (out of memory or process/thread limits)");
   }
 }
 
