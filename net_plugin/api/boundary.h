@@ -39,10 +39,10 @@ ncclResult_t guarded(const char* function, Body&& body) noexcept {
 
 // Inside a guarded body (whose parameter is `fn`, the entry point's name):
 // rejects a bad argument with a WARN naming the function and the problem.
-#define BAGUA_CHECK_ARG(cond, fmt, ...)                                  \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      BAGUA_WARN("%s: invalid argument: " fmt, fn, ##__VA_ARGS__);       \
-      return ::bagua::net::Status::kInvalidArgument;                     \
-    }                                                                    \
+#define BAGUA_CHECK_ARG(cond, fmt, ...)                                        \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      BAGUA_WARN("%s: invalid argument: " fmt, fn __VA_OPT__(, ) __VA_ARGS__); \
+      return ::bagua::net::Status::kInvalidArgument;                           \
+    }                                                                          \
   } while (false)

@@ -20,16 +20,18 @@ void logLine(ncclDebugLogLevel level, unsigned long flags, const char* file, int
 
 }  // namespace bagua::net
 
-#define BAGUA_WARN(fmt, ...)                                                                  \
-  ::bagua::net::logLine(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, "NET/Bagua " fmt, \
-                        ##__VA_ARGS__)
-#define BAGUA_INFO(flags, fmt, ...) \
-  ::bagua::net::logLine(NCCL_LOG_INFO, (flags), __FILE__, __LINE__, "NET/Bagua " fmt, ##__VA_ARGS__)
+#define BAGUA_WARN(fmt, ...)                                         \
+  ::bagua::net::logLine(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, \
+                        "NET/Bagua " fmt __VA_OPT__(, ) __VA_ARGS__)
+#define BAGUA_INFO(flags, fmt, ...)                                 \
+  ::bagua::net::logLine(NCCL_LOG_INFO, (flags), __FILE__, __LINE__, \
+                        "NET/Bagua " fmt __VA_OPT__(, ) __VA_ARGS__)
 
 #include "config.h"
 #if BAGUA_TRACE
-#define BAGUA_TRACE_LOG(fmt, ...) \
-  ::bagua::net::logLine(NCCL_LOG_TRACE, NCCL_NET, __FILE__, __LINE__, "NET/Bagua " fmt, ##__VA_ARGS__)
+#define BAGUA_TRACE_LOG(fmt, ...)                                     \
+  ::bagua::net::logLine(NCCL_LOG_TRACE, NCCL_NET, __FILE__, __LINE__, \
+                        "NET/Bagua " fmt __VA_OPT__(, ) __VA_ARGS__)
 #else
 #define BAGUA_TRACE_LOG(fmt, ...) \
   do {                            \

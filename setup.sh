@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine: installs what is missing (Debian
+# packages), configures and builds, then runs what you ask for.
+#
+#   ./setup.sh              install dependencies and build (build/)
+#   ./setup.sh demo [args]  ... then run the main job (bagua-net-demo)
+#   ./setup.sh test         ... then run the CPU test suites; last line "N passed, N failed"
+#   ./setup.sh slow         ... then run the slow suite (messages above 2 GiB)
+#   ./setup.sh asan|tsan    the test suites in an ASan+UBSan / TSan build (build-asan, build-tsan)
+#   ./setup.sh fuzz [sec]   build the wire-format fuzzer with clang and run it (default 30 s)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(meson ninja-build pkg-config g++ liburing-dev libboost-dev libfmt-dev
+          libgtest-dev libgmock-dev python3 iproute2)
+
+missing_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  echo "${missing[@]:-}"
+}
+
+install_deps() {
+  local missing
+  missing=$(missing_packages "$@")
+  [ -z "$missing" ] && return 0
+  echo "setup: installing $missing" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  # shellcheck disable=SC2086
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
+# configure DIR [meson options...]: set up once, reconfigure if options change.
+configure() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@"
+  elif [ $# -gt 0 ]; then
+    meson configure "$dir" "$@" >/dev/null
+  fi
+  ninja -C "$dir"
+}
+
+# run_tests DIR [meson test args...]: runs suites, prints "N passed, N failed".
+run_tests() {
+  local dir=$1
+  shift
+  rm -f "$dir"/*.xml
+  local rc=0
+  meson test -C "$dir" --print-errorlogs "$@" || rc=$?
+  python3 scripts/test_summary.py "$dir" || rc=$?
+  return $rc
+}
+
+cmd=${1:-build}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  build)
+    install_deps
+    configure build
+    ;;
+  demo)
+    install_deps
+    configure build
+    exec build/tools/bagua-net-demo "$@"
+    ;;
+  test)
+    install_deps
+    configure build
+    run_tests build --suite unit --suite fault --suite multiproc "$@"
+    ;;
+  slow)
+    install_deps
+    configure build
+    run_tests build --suite slow "$@"
+    ;;
+  asan)
+    install_deps
+    configure build-asan -Db_sanitize=address,undefined -Db_lundef=false
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      run_tests build-asan --suite unit --suite fault --suite multiproc "$@"
+    ;;
+  tsan)
+    install_deps
+    configure build-tsan -Db_sanitize=thread -Db_lundef=false
+    TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp" \
+      run_tests build-tsan --suite unit --suite fault --suite multiproc "$@"
+    ;;
+  fuzz)
+    install_deps clang libclang-rt-14-dev
+    if [ ! -f build-fuzz/build.ninja ]; then
+      CXX=clang++ CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
+        -Db_lundef=false -Dtests=disabled
+    fi
+    ninja -C build-fuzz tests/fuzz/wire_fuzz
+    mkdir -p build-fuzz/corpus
+    build-fuzz/tests/fuzz/wire_fuzz -max_total_time="${1:-30}" -print_final_stats=1 \
+      build-fuzz/corpus tests/fuzz/seeds
+    ;;
+  *)
+    echo "usage: $0 [build|demo|test|slow|asan|tsan|fuzz]" >&2
+    exit 2
+    ;;
+esac
