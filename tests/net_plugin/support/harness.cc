@@ -1,7 +1,6 @@
 // Test helpers: links, request polling, patterns, log capture.
 #include "tests/net_plugin/support/harness.h"
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <cstdarg>
@@ -16,15 +15,6 @@ namespace {
 
 std::mutex gLogMutex;
 std::vector<std::string> gLog;
-
-int countEntries(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
 
 }  // namespace
 
@@ -117,28 +107,6 @@ void* postRecv(void* recvComm, void* data, size_t size, void* mhandle) {
   return request;
 }
 
-void fillPattern(uint8_t* data, size_t size, uint64_t seed) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < size; ++i) {
-    if ((i & 7) == 0) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-    }
-    data[i] = static_cast<uint8_t>(x >> ((i & 7) * 8));
-  }
-}
-
-long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed) {
-  std::vector<uint8_t> want(size);
-  fillPattern(want.data(), size, seed);
-  if (std::memcmp(want.data(), data, size) == 0) return -1;
-  for (size_t i = 0; i < size; ++i) {
-    if (want[i] != data[i]) return static_cast<long long>(i);
-  }
-  return -1;
-}
-
 void captureLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
   char text[2048];
   va_list args;
@@ -169,8 +137,5 @@ bool logContains(const std::string& needle) {
   }
   return false;
 }
-
-int threadCount() { return countEntries("/proc/self/task"); }
-int openFdCount() { return countEntries("/proc/self/fd"); }
 
 }  // namespace bagua::net::testing

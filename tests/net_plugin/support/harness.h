@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "net_plugin/nccl/net_types.h"
+#include "tests/net_plugin/support/patterns.h"
 
 namespace bagua::net::testing {
 
@@ -41,11 +42,6 @@ ncclResult_t waitForError(void* request, std::chrono::milliseconds timeout);
 void* postSend(void* sendComm, const void* data, size_t size, void* mhandle = nullptr);
 void* postRecv(void* recvComm, void* data, size_t size, void* mhandle = nullptr);
 
-// Deterministic bytes for message `seed`; verifyPattern returns the index of
-// the first wrong byte, or -1.
-void fillPattern(uint8_t* data, size_t size, uint64_t seed);
-long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed);
-
 // Log lines the plugin wrote (WARN and INFO) since the last clear.
 std::vector<std::string> capturedLog();
 void clearCapturedLog();
@@ -53,10 +49,5 @@ bool logContains(const std::string& needle);
 // The logger test mains install into the plugin.
 void captureLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                    const char* fmt, ...);
-
-// Threads of this process (from /proc/self/task).
-int threadCount();
-// Open file descriptors of this process (from /proc/self/fd).
-int openFdCount();
 
 }  // namespace bagua::net::testing
