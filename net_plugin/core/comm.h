@@ -59,7 +59,7 @@ class Comm {
   void startStreams(std::vector<std::unique_ptr<Stream>> streams);
   // Under mutex_: returns a finished request to the pool.
   virtual void releaseLocked(Request* req) = 0;
-  // Under mutex_: true when any request is posted and not yet released.
+  // Under mutex_: true when any posted request still waits for bytes.
   virtual bool busyLocked() const = 0;
 
   std::mutex mutex_;

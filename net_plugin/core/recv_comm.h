@@ -45,7 +45,7 @@ class RecvComm final : public Comm {
   void streamFinished();
 
  protected:
-  bool busyLocked() const override { return pool_.anyInUse(); }
+  bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override;
 
  private:

@@ -63,9 +63,13 @@ class RequestPool {
 
   void release(Request* r) { r->inUse.store(false, std::memory_order_relaxed); }
 
-  bool anyInUse() const {
+  // True when a posted request still waits for bytes (finished ones that
+  // test() has not collected yet do not count).
+  bool anyUnfinished() const {
     for (const Request& r : slots_) {
-      if (r.inUse.load(std::memory_order_relaxed)) return true;
+      if (r.inUse.load(std::memory_order_relaxed) && !r.done.load(std::memory_order_acquire)) {
+        return true;
+      }
     }
     return false;
   }

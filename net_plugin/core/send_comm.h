@@ -37,7 +37,7 @@ class SendComm final : public Comm {
   bool takeChunk(int stream, Chunk* out);
 
  protected:
-  bool busyLocked() const override { return pool_.anyInUse(); }
+  bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override { pool_.release(req); }
 
  private:
