@@ -74,8 +74,11 @@ RecvComm::Placement RecvComm::placeChunk(RecvStream* stream, const ChunkHeader& 
 }
 
 void RecvComm::chunkArrived(Request* req, size_t len) {
+  // Read the target before adding: once another stream completes the
+  // message, test() may release and reuse the request.
+  size_t target = req->msgSize;
   size_t total = req->doneBytes.fetch_add(len, std::memory_order_acq_rel) + len;
-  if (total == req->msgSize) req->done.store(true, std::memory_order_release);
+  if (total == target) req->done.store(true, std::memory_order_release);
 }
 
 void RecvComm::streamFinished() {

@@ -106,9 +106,12 @@ void SendStream::onSendDone(int result) {
     submit();
     return;
   }
+  // Read the target before adding: once another stream completes the
+  // message, test() may release and reuse the request.
   Request* req = chunk_.req;
+  size_t target = req->size;
   size_t total = req->doneBytes.fetch_add(chunk_.len, std::memory_order_acq_rel) + chunk_.len;
-  if (total == req->size) req->done.store(true, std::memory_order_release);
+  if (total == target) req->done.store(true, std::memory_order_release);
   pump();
 }
 

@@ -80,7 +80,7 @@ class AbiVersion : public ::testing::TestWithParam<int> {};
 
 TEST_P(AbiVersion, TwoProcessesExchangeVerifiedDataThroughThisTable) {
   const int abi = GetParam();
-  int threadsBefore = threadCount();
+  int threadsBefore = pluginThreadCount();
   Pipe handles;
   ChildProcess child([&] { return receiver(abi, handles); });
 
@@ -120,7 +120,7 @@ TEST_P(AbiVersion, TwoProcessesExchangeVerifiedDataThroughThisTable) {
   EXPECT_EQ(plugin->deregMr(sendComm, mr), ncclSuccess);
   EXPECT_EQ(plugin->closeSend(sendComm), ncclSuccess);
   EXPECT_EQ(plugin->finalize(), ncclSuccess);
-  EXPECT_EQ(threadCount(), threadsBefore) << "plugin threads must be gone before NCCL dlcloses";
+  EXPECT_EQ(pluginThreadCount(), threadsBefore) << "plugin threads must be gone before NCCL dlcloses";
   plugin.reset();  // dlclose
 }
 
@@ -154,13 +154,13 @@ bool loopbackRoundTrip(NetPlugin& plugin) {
 }
 
 TEST(Unload, ReloadAfterDlcloseWorks) {
-  int threadsBefore = threadCount();
+  int threadsBefore = pluginThreadCount();
   for (int round = 0; round < 3; ++round) {
     auto plugin = loadNetPlugin(BAGUA_PLUGIN_PATH, 11);
     ASSERT_EQ(plugin->init(static_cast<uint64_t>(round)), ncclSuccess);
     EXPECT_TRUE(loopbackRoundTrip(*plugin)) << "round " << round;
     ASSERT_EQ(plugin->finalize(), ncclSuccess);
-    EXPECT_EQ(threadCount(), threadsBefore) << "round " << round;
+    EXPECT_EQ(pluginThreadCount(), threadsBefore) << "round " << round;
     plugin.reset();
     // NCCL 2.28 dlcloses after the last communicator: the code is really gone.
     EXPECT_EQ(dlopen(BAGUA_PLUGIN_PATH, RTLD_NOW | RTLD_NOLOAD), nullptr)
@@ -170,11 +170,11 @@ TEST(Unload, ReloadAfterDlcloseWorks) {
 
 TEST(Unload, OldVersionsStopThreadsWithTheirLastComm) {
   // v8-v10 have no finalize: the last close must end the workers.
-  int threadsBefore = threadCount();
+  int threadsBefore = pluginThreadCount();
   auto plugin = loadNetPlugin(BAGUA_PLUGIN_PATH, 10);
   ASSERT_EQ(plugin->init(1), ncclSuccess);
   EXPECT_TRUE(loopbackRoundTrip(*plugin));
-  EXPECT_EQ(threadCount(), threadsBefore);
+  EXPECT_EQ(pluginThreadCount(), threadsBefore);
 }
 
 TEST(Symbols, OnlyPluginTablesAreExported) {

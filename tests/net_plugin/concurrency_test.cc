@@ -72,23 +72,23 @@ TEST(Concurrency, SetupDataAndTestOnDifferentThreads) {
 }
 
 TEST(Lifecycle, WorkerThreadsStopWhenTheLastCommCloses) {
-  int before = threadCount();
+  int before = pluginThreadCount();
   Link link = connectLink();
-  EXPECT_GT(threadCount(), before) << "the engine's workers run while comms exist";
+  EXPECT_GT(pluginThreadCount(), before) << "the engine's workers run while comms exist";
   closeLink(link);
-  EXPECT_EQ(threadCount(), before) << "no plugin thread may outlive the last comm";
+  EXPECT_EQ(pluginThreadCount(), before) << "no plugin thread may outlive the last comm";
 }
 
 TEST(Lifecycle, ContextKeepsWorkersUntilFinalize) {
-  int before = threadCount();
+  int before = pluginThreadCount();
   void* ctx = nullptr;
   ASSERT_EQ(api::initContext(&ctx, 1, -1, captureLogger), ncclSuccess);
-  EXPECT_GT(threadCount(), before);
+  EXPECT_GT(pluginThreadCount(), before);
   Link link = connectLink();
   closeLink(link);
-  EXPECT_GT(threadCount(), before) << "a v11 context holds the engine";
+  EXPECT_GT(pluginThreadCount(), before) << "a v11 context holds the engine";
   ASSERT_EQ(api::finalizeContext(ctx), ncclSuccess);
-  EXPECT_EQ(threadCount(), before);
+  EXPECT_EQ(pluginThreadCount(), before);
 }
 
 TEST(Lifecycle, NoFileDescriptorLeaksAcrossManyLinks) {

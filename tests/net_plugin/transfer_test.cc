@@ -118,9 +118,11 @@ TEST_F(TransferTest, RequestPoolHoldsNcclMaximumThenSaysTryLater) {
   size_t size = buf.size();
   ASSERT_EQ(api::irecv(link_.recvComm, 1, &data, &size, nullptr, &extra), ncclSuccess);
   EXPECT_EQ(extra, nullptr);
-  // Complete them so teardown is clean.
+  // Complete them so teardown is clean (sent from another buffer: the
+  // receives write into `buf`).
+  std::vector<uint8_t> out(8, 1);
   for (size_t i = 0; i < reqs.size(); ++i) {
-    void* s = postSend(link_.sendComm, buf.data(), 8);
+    void* s = postSend(link_.sendComm, out.data(), 8);
     ASSERT_EQ(waitRequest(s), ncclSuccess);
     ASSERT_EQ(waitRequest(reqs[i]), ncclSuccess);
   }

@@ -4,6 +4,8 @@
 #include <dirent.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace bagua::net::testing {
@@ -59,7 +61,22 @@ long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed) {
   return -1;
 }
 
-int threadCount() { return countEntries("/proc/self/task"); }
+int pluginThreadCount() {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::string path = std::string("/proc/self/task/") + e->d_name + "/comm";
+    std::ifstream comm(path);
+    std::string name;
+    std::getline(comm, name);
+    n += name.rfind("bagua-net", 0) == 0;
+  }
+  closedir(d);
+  return n;
+}
+
 int openFdCount() { return countEntries("/proc/self/fd"); }
 
 }  // namespace bagua::net::testing

@@ -11,8 +11,8 @@ namespace bagua::net::testing {
 void fillPattern(uint8_t* data, size_t size, uint64_t seed);
 long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed);
 
-// Threads of this process (from /proc/self/task).
-int threadCount();
+// Threads the plugin started (named "bagua-net-N"), from /proc/self/task.
+int pluginThreadCount();
 // Open file descriptors of this process (from /proc/self/fd).
 int openFdCount();
 
