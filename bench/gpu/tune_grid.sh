@@ -36,37 +36,47 @@ nt proof "-b 8 -e 1G -f 4 -n 5 -w 2" "${BAGUA[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SU
 grep -E "NCCL version|Loaded net plugin|Using network|NET/Bagua|via NET" "$OUT/raw/proof.log" |
   sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | sort -rn | head -n 14
 
+# GRID: ";"-separated "name:ENV=V,ENV=V" plugin configurations, each run once
+# between the interleaved baselines (socket default, socket tuned).
+GRID=${GRID:-"bagua_default:;bagua_c8:NCCL_MIN_NCHANNELS=8;bagua_t8:BAGUA_NET_THREADS=8"}
 echo "## grid (size:busbw GB/s/time/#wrong), interleaved"
-for rep in 1 2; do
-  nt "socket_default_$rep" "$GRID_SIZES" "${SOCKET[@]}"
-  nt "socket_c8_2x2_$rep" "$GRID_SIZES" "${SOCKET[@]}" NCCL_MIN_NCHANNELS=8 \
-    NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2
-  nt "bagua_default_$rep" "$GRID_SIZES" "${BAGUA[@]}"
-  nt "bagua_c8_$rep" "$GRID_SIZES" "${BAGUA[@]}" NCCL_MIN_NCHANNELS=8
-  [ "$rep" = 2 ] && break
-  nt "bagua_t8_s4" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=8
-  nt "bagua_t16_s4" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=16
-  nt "bagua_t8_s2" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=8 BAGUA_NET_STREAMS=2
-  nt "bagua_t8_s8" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=8 BAGUA_NET_STREAMS=8
-  nt "bagua_t8_s1" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=8 BAGUA_NET_STREAMS=1
-  nt "bagua_t16_c8" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=16 NCCL_MIN_NCHANNELS=8
-  nt "bagua_t16_c8_s2" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=16 BAGUA_NET_STREAMS=2 \
-    NCCL_MIN_NCHANNELS=8
-  nt "bagua_speed100g" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_SPEED_MBPS=100000 BAGUA_NET_THREADS=8
-  nt "bagua_chunk1m_t8" "$GRID_SIZES" "${BAGUA[@]}" BAGUA_NET_THREADS=8 BAGUA_NET_CHUNK_BYTES=1M
+rep=0
+IFS=';' read -ra configs <<<"$GRID"
+for cfg in "${configs[@]}"; do
+  name=${cfg%%:*}
+  IFS=',' read -ra extra <<<"${cfg#*:}"
+  if ((rep % 3 == 0)); then
+    nt "socket_default_$rep" "$GRID_SIZES" "${SOCKET[@]}"
+    nt "socket_c8_2x2_$rep" "$GRID_SIZES" "${SOCKET[@]}" NCCL_MIN_NCHANNELS=8 \
+      NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=2
+  fi
+  nt "$name" "$GRID_SIZES" "${BAGUA[@]}" "${extra[@]}"
+  rep=$((rep + 1))
 done
 
+# LAT_GRID: like GRID, for the small-message latency sweep.
+LAT_GRID=${LAT_GRID:-"lat_bagua:"}
 echo "## latency (size:busbw/time us/#wrong)"
+IFS=';' read -ra configs <<<"$LAT_GRID"
 for rep in 1 2; do
   nt "lat_socket_$rep" "-b 8 -e 1M -f 4 -n 50 -w 10" "${SOCKET[@]}"
-  nt "lat_bagua_$rep" "-b 8 -e 1M -f 4 -n 50 -w 10" "${BAGUA[@]}"
+  for cfg in "${configs[@]}"; do
+    IFS=',' read -ra extra <<<"${cfg#*:}"
+    nt "${cfg%%:*}_$rep" "-b 8 -e 1M -f 4 -n 50 -w 10" "${BAGUA[@]}" "${extra[@]}"
+  done
+done
+
+# RATE_LIMITS: Mbit/s values for BAGUA_NET_RATE_LIMIT_MBPS runs (emulated NIC).
+for mbps in ${RATE_LIMITS:-}; do
+  nt "rate_${mbps}" "-b 1M -e 256M -f 4 -n 5 -w 2" "${BAGUA[@]}" BAGUA_NET_RATE_LIMIT_MBPS="$mbps"
+  echo "   (limit $mbps Mbit/s = $(awk "BEGIN {print $mbps / 8000}") GB/s)"
 done
 
 if [ -n "${PERF_BIN:-}" ]; then
   echo "## bagua-net-perf, ring, 2 ranks on loopback (no GPU)"
   timeout 150 "$PERF_BIN" --plugin "$PLUGIN_DIR/libnccl-net-bagua.so" --ranks 2 --pattern ring \
     -b 64K -e 64M -f 4 --reps 2 --baseline --json "$OUT/raw/perf.json" \
-    --configs "bagua=;t8=BAGUA_NET_THREADS=8;t8s8=BAGUA_NET_THREADS=8,BAGUA_NET_STREAMS=8;s1=BAGUA_NET_STREAMS=1" \
+    --configs "${PERF_CONFIGS:-bagua=;s1=BAGUA_NET_STREAMS=1}" \
     2>"$OUT/raw/perf.err" | grep -vE '^#   ' | head -n 60
 fi
 tar -czf "$OUT/tune_raw.tar.gz" -C "$OUT" raw && rm -rf "$OUT/raw"

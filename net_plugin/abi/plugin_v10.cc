@@ -18,7 +18,7 @@ ncclResult_t getProperties(int dev, ncclNetProperties_v10_t* props) {
 
 ncclResult_t connect(int dev, ncclNetCommConfig_v10_t*, void* handle, void** sendComm,
                      ncclNetDeviceHandle_t**) {
-  return api::connect(dev, handle, sendComm);
+  return api::connect(nullptr, dev, handle, sendComm);
 }
 
 ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {
@@ -30,8 +30,8 @@ ncclResult_t isend(void* sendComm, void* data, size_t size, int, void* mhandle, 
   return api::isend(sendComm, data, size, mhandle, request);
 }
 
-ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void** mhandles,
-                   void**, void** request) {
+ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void** mhandles, void**,
+                   void** request) {
   return api::irecv(recvComm, n, data, sizes, mhandles, request);
 }
 

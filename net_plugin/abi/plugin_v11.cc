@@ -26,8 +26,8 @@ ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
   return api::listen(dev, handle, listenComm);
 }
 
-ncclResult_t connect(void*, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_t**) {
-  return api::connect(dev, handle, sendComm);
+ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_t**) {
+  return api::connect(ctx, dev, handle, sendComm);
 }
 
 ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {
@@ -39,8 +39,8 @@ ncclResult_t isend(void* sendComm, void* data, size_t size, int, void* mhandle, 
   return api::isend(sendComm, data, size, mhandle, request);
 }
 
-ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void** mhandles,
-                   void**, void** request) {
+ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void** mhandles, void**,
+                   void** request) {
   return api::irecv(recvComm, n, data, sizes, mhandles, request);
 }
 

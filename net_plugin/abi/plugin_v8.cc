@@ -15,7 +15,7 @@ ncclResult_t getProperties(int dev, ncclNetProperties_v8_t* props) {
 }
 
 ncclResult_t connect(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_t**) {
-  return api::connect(dev, handle, sendComm);
+  return api::connect(nullptr, dev, handle, sendComm);
 }
 
 ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {

@@ -44,7 +44,8 @@ ncclResult_t setNetAttr(void* ctx, const ncclNetAttr_v11_t* attr);
 ncclResult_t devices(int* ndev);
 ncclResult_t getProperties(int dev, DeviceProps* props);
 ncclResult_t listen(int dev, void* handle, void** listenComm);
-ncclResult_t connect(int dev, void* handle, void** sendComm);
+// `ctx` is the v11 context (its rank's rate limiter) or NULL for older ABIs.
+ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm);
 ncclResult_t accept(void* listenComm, void** recvComm);
 ncclResult_t regMr(void* comm, void* data, size_t size, int type, void** mhandle);
 ncclResult_t deregMr(void* comm, void* mhandle);

@@ -55,8 +55,9 @@ ncclResult_t isend(void* sendComm, void* data, size_t size, void* mhandle, void*
     BAGUA_CHECK_ARG(size <= NCCL_MAX_NET_SIZE_BYTES, "size %zu exceeds maxP2pBytes", size);
     if (mhandle != nullptr) {
       const auto* region = static_cast<const MemoryRegion*>(mhandle);
-      BAGUA_CHECK_ARG(Registry::get().is(mhandle, ObjectKind::kRegion) && region->covers(data, size),
-                      "buffer %p (+%zu bytes) is not inside the registered region", data, size);
+      BAGUA_CHECK_ARG(
+          Registry::get().is(mhandle, ObjectKind::kRegion) && region->covers(data, size),
+          "buffer %p (+%zu bytes) is not inside the registered region", data, size);
     }
     Request* req = nullptr;
     Status status = static_cast<SendComm*>(sendComm)->isend(data, size, &req);
@@ -104,9 +105,10 @@ ncclResult_t test(void* request, int* done, int* sizes) {
     BAGUA_CHECK_ARG(request != nullptr && done != nullptr, "request or done is NULL");
     auto* req = static_cast<Request*>(request);
     BAGUA_CHECK_ARG(req->magic == Request::kMagic, "%p is not a request of this plugin", request);
-    bool live = Registry::get().is(req->comm, req->kind == RequestKind::kSend ? ObjectKind::kSend
-                                                                              : ObjectKind::kRecv);
-    BAGUA_CHECK_ARG(live && req->inUse.load(std::memory_order_relaxed), "request %p is not in flight", request);
+    bool live = Registry::get().is(
+        req->comm, req->kind == RequestKind::kSend ? ObjectKind::kSend : ObjectKind::kRecv);
+    BAGUA_CHECK_ARG(live && req->inUse.load(std::memory_order_relaxed),
+                    "request %p is not in flight", request);
     return req->comm->test(req, done, sizes);
   });
 }

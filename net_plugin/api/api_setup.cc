@@ -21,7 +21,8 @@ namespace {
 struct Context {
   uint64_t commId = 0;
   int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
-  std::shared_ptr<Engine> engine;  // keeps workers alive for the communicator's life
+  std::shared_ptr<Engine> engine;        // keeps workers alive for the communicator's life
+  std::shared_ptr<RateLimiter> limiter;  // this rank's send-rate cap, or NULL
 };
 
 // connect() state between calls, keyed by the id written into the handle.
@@ -64,8 +65,7 @@ ncclResult_t init(ncclDebugLogger_t logger) {
   });
 }
 
-ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass,
-                         ncclDebugLogger_t logger) {
+ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass, ncclDebugLogger_t logger) {
   return guarded("init", [&](const char* fn) {
     BAGUA_CHECK_ARG(ctx != nullptr, "context pointer is NULL");
     *ctx = nullptr;
@@ -74,6 +74,7 @@ ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass,
     context->commId = commId;
     context->trafficClass = trafficClass;
     context->engine = PluginState::get().engine();
+    context->limiter = PluginState::makeLimiter();
     Registry::get().add(context.get(), ObjectKind::kContext);
     *ctx = context.release();
     return Status::kOk;
@@ -147,7 +148,7 @@ ncclResult_t listen(int dev, void* handle, void** listenComm) {
   });
 }
 
-ncclResult_t connect(int dev, void* handle, void** sendComm) {
+ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
   return guarded("connect", [&](const char* fn) {
     BAGUA_CHECK_ARG(handle != nullptr && sendComm != nullptr, "handle or sendComm is NULL");
     *sendComm = nullptr;
@@ -157,10 +158,15 @@ ncclResult_t connect(int dev, void* handle, void** sendComm) {
     std::string why;
     BAGUA_CHECK_ARG(checkListenHandle(*h, &why), "%s", why.c_str());
     if (h->connectId == 0) {
-      h->connectId = PendingConnects::get().add(std::make_unique<Connector>(*h));
+      BAGUA_CHECK_ARG(ctx == nullptr || Registry::get().is(ctx, ObjectKind::kContext),
+                      "unknown context %p", ctx);
+      std::shared_ptr<RateLimiter> limiter = ctx != nullptr ? static_cast<Context*>(ctx)->limiter
+                                                            : PluginState::get().processLimiter();
+      h->connectId = PendingConnects::get().add(std::make_unique<Connector>(*h, limiter));
     }
     Connector* connector = PendingConnects::get().find(h->connectId);
-    BAGUA_CHECK_ARG(connector != nullptr, "handle names an unknown connect in progress (corrupted)");
+    BAGUA_CHECK_ARG(connector != nullptr,
+                    "handle names an unknown connect in progress (corrupted)");
     std::unique_ptr<SendComm> comm;
     try {
       comm = connector->progress();

@@ -82,14 +82,14 @@ bool Comm::close() {
     s->worker().post([s] { s->beginClose(); });
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  bool finished = closedCv_.wait_for(lock, kCloseTimeout, [this] {
-    return closedStreams_ == streams_.size();
-  });
+  bool finished =
+      closedCv_.wait_for(lock, kCloseTimeout, [this] { return closedStreams_ == streams_.size(); });
   if (!finished) {
-    BAGUA_WARN("closing connection with %s: %zu of %zu streams did not stop within %lld s; "
-               "leaking them",
-               peer_.c_str(), streams_.size() - closedStreams_, streams_.size(),
-               static_cast<long long>(kCloseTimeout.count()));
+    BAGUA_WARN(
+        "closing connection with %s: %zu of %zu streams did not stop within %lld s; "
+        "leaking them",
+        peer_.c_str(), streams_.size() - closedStreams_, streams_.size(),
+        static_cast<long long>(kCloseTimeout.count()));
     for (auto& stream : streams_) (void)stream.release();
   }
   return finished;

@@ -12,8 +12,9 @@
 
 namespace bagua::net {
 
-Connector::Connector(const ListenHandle& handle)
+Connector::Connector(const ListenHandle& handle, std::shared_ptr<RateLimiter> limiter)
     : handle_(handle),
+      limiter_(std::move(limiter)),
       connId_(randomToken()),
       conns_(handle.nStreams),
       deadline_(Clock::now() + std::chrono::milliseconds(params().connectTimeoutMs)) {
@@ -35,7 +36,7 @@ std::unique_ptr<SendComm> Connector::progress() {
       fds.push_back(std::move(conn.fd));
     }
     return std::make_unique<SendComm>(std::move(fds), sockAddrToString(handle_.addr),
-                                      PluginState::get().engine());
+                                      PluginState::get().engine(), limiter_);
   }
   if (Clock::now() > deadline_) {
     int err = 0;

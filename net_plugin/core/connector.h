@@ -20,7 +20,8 @@ namespace bagua::net {
 
 class Connector {
  public:
-  explicit Connector(const ListenHandle& handle);
+  // `limiter` (may be NULL) caps the send rate of the comm it makes.
+  Connector(const ListenHandle& handle, std::shared_ptr<RateLimiter> limiter);
 
   // Returns the comm when every stream is ready, else nullptr. Throws
   // NetError on a fatal error or when the connect timeout passes.
@@ -46,6 +47,7 @@ class Connector {
   void scheduleRetry(Conn& conn, int err);
 
   ListenHandle handle_;
+  std::shared_ptr<RateLimiter> limiter_;
   uint64_t connId_;
   std::vector<Conn> conns_;
   Clock::time_point deadline_;

@@ -51,9 +51,7 @@ std::vector<NetDevice> collect(const IfnameFilter& filter, const Params& params)
     std::memcpy(&dev.addr, it->ifa_addr, len);
     dev.pciPath = pciPathOf(dev.name);
     int sysfs = readSysfsSpeedMbps(dev.name);
-    dev.speedMbps = params.speedMbps > 0 ? params.speedMbps
-                    : sysfs > 0          ? sysfs
-                                         : kDefaultSpeedMbps;
+    dev.speedMbps = params.speedMbps > 0 ? params.speedMbps : sysfs > 0 ? sysfs : kDefaultSpeedMbps;
     devices.push_back(dev);
   }
   freeifaddrs(list);

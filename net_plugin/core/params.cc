@@ -15,9 +15,8 @@ const char* envOrNull(const char* name) {
 }
 
 [[noreturn]] void badKnob(const char* name, const char* value, const char* expected) {
-  throw NetError(Status::kInvalidArgument,
-                 std::string("environment knob ") + name + "=\"" + value + "\" is invalid: expected " +
-                     expected);
+  throw NetError(Status::kInvalidArgument, std::string("environment knob ") + name + "=\"" + value +
+                                               "\" is invalid: expected " + expected);
 }
 
 void readInt(const char* name, int lo, int hi, int* out) {
@@ -37,8 +36,8 @@ void readBytes(const char* name, size_t lo, size_t hi, size_t* out) {
   if (value == nullptr) return;
   size_t parsed = 0;
   if (!parseBytes(value, &parsed) || parsed < lo || parsed > hi) {
-    std::string expected = "a size (e.g. 256K, 4M) in [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + "] bytes";
+    std::string expected =
+        "a size (e.g. 256K, 4M) in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] bytes";
     badKnob(name, value, expected.c_str());
   }
   *out = parsed;
@@ -63,6 +62,8 @@ Params loadParams() {
   Params p;
   readInt("BAGUA_NET_STREAMS", 1, 64, &p.streams);
   readInt("BAGUA_NET_THREADS", 0, 64, &p.threads);
+  readInt("BAGUA_NET_SPIN_US", -1, 100000, &p.spinUs);
+  readInt("BAGUA_NET_RATE_LIMIT_MBPS", 0, 100 * 1000 * 1000, &p.rateLimitMbps);
   readEngine(&p.engine);
   readBytes("BAGUA_NET_CHUNK_BYTES", 4096, 64u << 20, &p.chunkBytes);
   readBytes("BAGUA_NET_MIN_SPLIT_BYTES", 0, 64u << 20, &p.minSplitBytes);
@@ -115,12 +116,20 @@ const Params& params() {
 
 const std::vector<std::string>& paramNames() {
   static const std::vector<std::string> names = {
-      "BAGUA_NET_STREAMS",           "BAGUA_NET_THREADS",
-      "BAGUA_NET_ENGINE",            "BAGUA_NET_CHUNK_BYTES",
-      "BAGUA_NET_MIN_SPLIT_BYTES",   "BAGUA_NET_SPEED_MBPS",
-      "BAGUA_NET_CONNECT_TIMEOUT_MS", "BAGUA_NET_HANDSHAKE_TIMEOUT_MS",
-      "BAGUA_NET_PEER_TIMEOUT_SEC",  "BAGUA_NET_SOCKET_BUFFER_BYTES",
-      "NCCL_SOCKET_IFNAME",          "NCCL_SOCKET_FAMILY",
+      "BAGUA_NET_STREAMS",
+      "BAGUA_NET_THREADS",
+      "BAGUA_NET_SPIN_US",
+      "BAGUA_NET_RATE_LIMIT_MBPS",
+      "BAGUA_NET_ENGINE",
+      "BAGUA_NET_CHUNK_BYTES",
+      "BAGUA_NET_MIN_SPLIT_BYTES",
+      "BAGUA_NET_SPEED_MBPS",
+      "BAGUA_NET_CONNECT_TIMEOUT_MS",
+      "BAGUA_NET_HANDSHAKE_TIMEOUT_MS",
+      "BAGUA_NET_PEER_TIMEOUT_SEC",
+      "BAGUA_NET_SOCKET_BUFFER_BYTES",
+      "NCCL_SOCKET_IFNAME",
+      "NCCL_SOCKET_FAMILY",
   };
   return names;
 }

@@ -23,8 +23,22 @@ struct Params {
   int streams = 4;
 
   // BAGUA_NET_THREADS (int, 0 = auto): engine worker threads shared by every
-  // connection of the process. Auto is min(4, online CPUs). Range 0..64.
+  // connection of the process. Auto is half the online CPUs, between 2 and
+  // 16: on loopback and fast NICs the kernel's copies run on these threads,
+  // so they bound throughput. Range 0..64.
   int threads = 0;
+
+  // BAGUA_NET_SPIN_US (int, -1 = auto): after any activity a worker keeps
+  // polling for this long before it sleeps, so the next message needs no
+  // thread wake-up (lower latency, more CPU). Auto is 50 on hosts with 8 or
+  // more CPUs and 0 below. Range -1..100000.
+  int spinUs = -1;
+
+  // BAGUA_NET_RATE_LIMIT_MBPS (int, 0 = off): a testing aid that caps what
+  // each NCCL rank sends, in Mbit/s, to emulate a slower NIC where tc is not
+  // available. Shared by all connections of a v11 communicator (all of the
+  // process for older ABIs).
+  int rateLimitMbps = 0;
 
   // BAGUA_NET_ENGINE (auto | io_uring | epoll): the I/O engine. auto takes
   // io_uring and falls back to epoll where io_uring is unavailable (container

@@ -43,7 +43,13 @@ int PluginState::engineThreads() const {
   int configured = params().threads;
   if (configured > 0) return configured;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return static_cast<int>(std::clamp<long>(cpus, 1, 4));
+  return static_cast<int>(std::clamp<long>(cpus / 2, 2, 16));
+}
+
+int PluginState::engineSpinUs() const {
+  int configured = params().spinUs;
+  if (configured >= 0) return configured;
+  return sysconf(_SC_NPROCESSORS_ONLN) >= 8 ? 50 : 0;
 }
 
 std::shared_ptr<Engine> PluginState::engine() {
@@ -52,19 +58,41 @@ std::shared_ptr<Engine> PluginState::engine() {
   if (engine) return engine;
   std::string note;
   int threads = engineThreads();
-  engine = createEngine(params().engine, threads, &note);
+  engine = createEngine(params().engine, threads, engineSpinUs(), &note);
   if (!note.empty()) BAGUA_WARN("%s", note.c_str());
   // One line per process at INFO; restarts after idle periods only at TRACE.
   if (!engineLogged_) {
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
-               "%s engine, %d worker threads, %d streams per connection, %zu-byte chunks",
-               engine->name(), engine->workerCount(), params().streams, params().chunkBytes);
+               "%s engine, %d worker threads (spin %d us), %d streams per connection, "
+               "%zu-byte chunks%s",
+               engine->name(), engine->workerCount(), engineSpinUs(), params().streams,
+               params().chunkBytes,
+               params().rateLimitMbps > 0
+                   ? (", send rate limited to " + std::to_string(params().rateLimitMbps) +
+                      " Mbit/s per rank (BAGUA_NET_RATE_LIMIT_MBPS, testing aid)")
+                         .c_str()
+                   : "");
     engineLogged_ = true;
   } else {
     BAGUA_TRACE_LOG("%s engine restarted", engine->name());
   }
   engine_ = engine;
   return engine;
+}
+
+}  // namespace bagua::net
+
+namespace bagua::net {
+
+std::shared_ptr<RateLimiter> PluginState::makeLimiter() {
+  int mbps = params().rateLimitMbps;
+  return mbps > 0 ? std::make_shared<RateLimiter>(mbps * 1e6 / 8) : nullptr;
+}
+
+std::shared_ptr<RateLimiter> PluginState::processLimiter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!processLimiter_) processLimiter_ = makeLimiter();
+  return processLimiter_;
 }
 
 }  // namespace bagua::net

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "net_plugin/core/devices.h"
+#include "net_plugin/core/rate_limiter.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/nccl/net_types.h"
 
@@ -35,6 +36,13 @@ class PluginState {
 
   // Worker threads the engine uses (BAGUA_NET_THREADS or the automatic choice).
   int engineThreads() const;
+  // Microseconds workers poll before sleeping (BAGUA_NET_SPIN_US or automatic).
+  int engineSpinUs() const;
+
+  // The rate limiter for ranks without a v11 context (NULL when unlimited).
+  std::shared_ptr<RateLimiter> processLimiter();
+  // A new limiter for one v11 communicator (NULL when unlimited).
+  static std::shared_ptr<RateLimiter> makeLimiter();
 
  private:
   PluginState() = default;
@@ -43,6 +51,7 @@ class PluginState {
   bool initialized_ = false;
   std::vector<NetDevice> devices_;
   std::weak_ptr<Engine> engine_;
+  std::shared_ptr<RateLimiter> processLimiter_;
   bool engineLogged_ = false;
 };
 

@@ -147,8 +147,8 @@ void RecvStream::onEof() {
     return;
   }
   state_ = State::kFailed;
-  comm_->fail(Status::kRemoteError, "the peer closed stream " + std::to_string(index_) +
-                                        " in the middle of a chunk");
+  comm_->fail(Status::kRemoteError,
+              "the peer closed stream " + std::to_string(index_) + " in the middle of a chunk");
 }
 
 void RecvStream::onRecvDone(int result) {
@@ -162,7 +162,7 @@ void RecvStream::onRecvDone(int result) {
     state_ = State::kFailed;
     int err = -result;
     Status status = (err == ECONNRESET || err == ETIMEDOUT || err == EPIPE) ? Status::kRemoteError
-                                                                           : Status::kSystemError;
+                                                                            : Status::kSystemError;
     comm_->fail(status, errnoMessage("receive on stream " + std::to_string(index_), err));
     return;
   }

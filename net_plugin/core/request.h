@@ -27,10 +27,10 @@ struct Request {
   RequestKind kind = RequestKind::kSend;
   Comm* comm = nullptr;
   std::atomic<bool> inUse{false};  // written under the mutex; read by test() checks
-  uint64_t seq = 0;            // message sequence number on the connection
-  uint8_t* data = nullptr;     // user buffer
-  size_t size = 0;             // send: message bytes; recv: buffer capacity
-  size_t msgSize = kUnknownSize;  // recv: bytes the sender announced (mutex, then read-only)
+  uint64_t seq = 0;                // message sequence number on the connection
+  uint8_t* data = nullptr;         // user buffer
+  size_t size = 0;                 // send: message bytes; recv: buffer capacity
+  size_t msgSize = kUnknownSize;   // recv: bytes the sender announced (mutex, then read-only)
   std::atomic<size_t> doneBytes{0};
   std::atomic<bool> done{false};
 };

@@ -2,19 +2,23 @@
 // send loop: header + payload in one sendmsg, resumed after short writes).
 #include "net_plugin/core/send_comm.h"
 
+#include <sys/socket.h>
 #include <algorithm>
+
 #include <cerrno>
 
 #include "net_plugin/core/log.h"
 
 namespace bagua::net {
 
-SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine)
+SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
+                   std::shared_ptr<RateLimiter> limiter)
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
       chunkBytes_(params().chunkBytes),
-      minSplitBytes_(params().minSplitBytes) {
+      minSplitBytes_(params().minSplitBytes),
+      limiter_(std::move(limiter)) {
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
@@ -33,6 +37,7 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
     req->seq = nextSeq_++;
     req->data = static_cast<uint8_t*>(data);
     req->size = size;
+    if (sendInlineLocked(req)) return Status::kOk;
     queue_.push_back(req);
     // Wake as many idle streams as the message has chunks.
     size_t chunks = size <= minSplitBytes_ ? 1 : (size + chunkBytes_ - 1) / chunkBytes_;
@@ -45,6 +50,32 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
   }
   for (SendStream* s : wake) s->worker().post([s] { s->pump(); });
   return Status::kOk;
+}
+
+bool SendComm::sendInlineLocked(Request* req) {
+  if (req->size > minSplitBytes_ || !queue_.empty() || limiter_ || failed()) return false;
+  size_t stream = 0;
+  while (stream < idle_.size() && !idle_[stream]) ++stream;
+  if (stream == idle_.size()) return false;
+  auto* s = static_cast<SendStream*>(streams_[stream].get());
+  ChunkHeader header = makeChunkHeader(req->seq, req->size, 0, static_cast<uint32_t>(req->size));
+  iovec iov[2] = {{&header, sizeof(header)}, {req->data, req->size}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = req->size > 0 ? 2 : 1;
+  ssize_t n = ::sendmsg(s->fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n <= 0) return false;  // EAGAIN or an error: the worker path retries and reports
+  Chunk chunk{req, 0, static_cast<uint32_t>(req->size)};
+  if (static_cast<size_t>(n) == sizeof(header) + req->size) {
+    req->doneBytes.store(req->size, std::memory_order_relaxed);
+    req->done.store(true, std::memory_order_release);
+    return true;
+  }
+  // The kernel took part of it: the stream's worker sends the rest.
+  idle_[stream] = false;
+  size_t sent = static_cast<size_t>(n);
+  s->worker().post([s, chunk, sent] { s->resume(chunk, sent); });
+  return true;
 }
 
 bool SendComm::takeChunk(int stream, Chunk* out) {
@@ -67,15 +98,49 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
 }
 
 void SendStream::pump() {
-  if (sendPending_ || closing_) return;
+  if (sendPending_ || timerPending_ || closing_) return;
   if (!sendComm_->takeChunk(index_, &chunk_)) return;
+  prepare(0);
+  if (RateLimiter* limiter = sendComm_->limiter()) {
+    std::chrono::nanoseconds wait = limiter->reserve(remaining_);
+    if (wait.count() > 0) {
+      timerPending_ = true;
+      worker_->wakeAfter(fd_.get(), wait);
+      return;
+    }
+  }
+  submit();
+}
+
+void SendStream::onTimer() {
+  timerPending_ = false;
+  if (settleAfterIo()) return;
+  submit();
+}
+
+void SendStream::resume(Chunk chunk, size_t sent) {
+  chunk_ = chunk;
+  prepare(sent);
+  if (closing_) return;
+  submit();
+}
+
+void SendStream::prepare(size_t skip) {
   Request* req = chunk_.req;
   header_ = makeChunkHeader(req->seq, req->size, chunk_.offset, chunk_.len);
   iov_[0] = {&header_, sizeof(header_)};
   iov_[1] = {req->data + chunk_.offset, chunk_.len};
   iovcnt_ = chunk_.len > 0 ? 2 : 1;
-  remaining_ = sizeof(header_) + chunk_.len;
-  submit();
+  remaining_ = sizeof(header_) + chunk_.len - skip;
+  // Drop the bytes already sent from the front of the iovec.
+  int first = 0;
+  while (first < iovcnt_ && skip >= iov_[first].iov_len) skip -= iov_[first++].iov_len;
+  if (first < iovcnt_) {
+    iov_[first].iov_base = static_cast<uint8_t*>(iov_[first].iov_base) + skip;
+    iov_[first].iov_len -= skip;
+  }
+  if (first == 1) iov_[0] = iov_[1];
+  iovcnt_ -= first;
 }
 
 void SendStream::submit() {
@@ -83,26 +148,24 @@ void SendStream::submit() {
   worker_->send(fd_.get(), iov_, iovcnt_);
 }
 
+void SendStream::fail(int err) {
+  Status status = (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT) ? Status::kRemoteError
+                                                                          : Status::kSystemError;
+  comm_->fail(status, errnoMessage("send on stream " + std::to_string(index_), err));
+}
+
 void SendStream::onSendDone(int result) {
   sendPending_ = false;
   if (settleAfterIo()) return;
   if (result <= 0) {
-    int err = result == 0 ? EPIPE : -result;
-    Status status = (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT) ? Status::kRemoteError
-                                                                            : Status::kSystemError;
-    comm_->fail(status, errnoMessage("send on stream " + std::to_string(index_), err));
+    fail(result == 0 ? EPIPE : -result);
     return;
   }
   remaining_ -= static_cast<size_t>(result);
   if (remaining_ > 0) {
-    // Short write: drop the bytes already sent from the front of the iovec.
-    size_t skip = static_cast<size_t>(result);
-    int first = 0;
-    while (skip >= iov_[first].iov_len) skip -= iov_[first++].iov_len;
-    iov_[first].iov_base = static_cast<uint8_t*>(iov_[first].iov_base) + skip;
-    iov_[first].iov_len -= skip;
-    if (first == 1) iov_[0] = iov_[1];
-    iovcnt_ -= first;
+    // Short write: continue after the bytes the kernel took.
+    size_t sent = sizeof(header_) + chunk_.len - remaining_;
+    prepare(sent);
     submit();
     return;
   }

@@ -5,11 +5,20 @@
 // Chunking: a message of at most minSplitBytes goes whole as one chunk on
 // the first idle stream (lowest latency, one system call); a larger one is
 // cut into chunks of at most chunkBytes. A zero-byte message is one header.
+//
+// Fast path: when nothing is queued and a stream is idle, isend() sends a
+// small message itself, on the caller's thread, with a non-blocking
+// sendmsg (as NCCL's socket transport does from its proxy thread): no
+// hand-off to a worker, no wake-up. An idle stream has no I/O pending and no
+// task queued (both need idle_ cleared under the mutex), so the caller may
+// use its socket while holding the mutex. What the kernel does not take at
+// once is handed to the stream's worker.
 #pragma once
 
 #include <deque>
 
 #include "net_plugin/core/comm.h"
+#include "net_plugin/core/rate_limiter.h"
 #include "net_plugin/core/socket_util.h"
 #include "net_plugin/core/stream.h"
 #include "net_plugin/core/wire.h"
@@ -25,8 +34,10 @@ struct Chunk {
 
 class SendComm final : public Comm {
  public:
-  // Takes the connected stream sockets (index = stream number).
-  SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine);
+  // Takes the connected stream sockets (index = stream number); `limiter`
+  // (may be NULL) caps the rank's send rate.
+  SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
+           std::shared_ptr<RateLimiter> limiter);
 
   // Queues a message. *req is nullptr when all requests are in use (NCCL
   // retries later). Thread-safe.
@@ -36,11 +47,17 @@ class SendComm final : public Comm {
   // stream as idle so the next isend() wakes it, when there is none.
   bool takeChunk(int stream, Chunk* out);
 
+  // For streams: the limiter, or NULL.
+  RateLimiter* limiter() const { return limiter_.get(); }
+
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override { pool_.release(req); }
 
  private:
+  // Under mutex_: tries the fast path for `req`; true when it took the message.
+  bool sendInlineLocked(Request* req);
+
   RequestPool pool_;
   std::deque<Request*> queue_;  // (mutex) messages with chunks not yet taken
   uint64_t cursor_ = 0;         // (mutex) bytes of queue_.front() already taken
@@ -48,6 +65,7 @@ class SendComm final : public Comm {
   std::vector<bool> idle_;      // (mutex) per stream: waiting for work
   size_t chunkBytes_;
   size_t minSplitBytes_;
+  std::shared_ptr<RateLimiter> limiter_;
 };
 
 class SendStream final : public Stream {
@@ -57,11 +75,20 @@ class SendStream final : public Stream {
 
   // Sends the next chunk if this stream is idle and one is waiting.
   void pump();
+  // Finishes a chunk whose first `sent` bytes (header included) isend()
+  // already wrote on the fast path.
+  void resume(Chunk chunk, size_t sent);
   void onSendDone(int result) override;
   void onRecvDone(int) override {}  // send streams never receive
+  void onTimer() override;
+
+  int fd() const { return fd_.get(); }
 
  private:
+  // Points iov_ at the chunk's header and payload, minus `skip` bytes.
+  void prepare(size_t skip);
   void submit();
+  void fail(int err);
 
   SendComm* sendComm_;
   Chunk chunk_;

@@ -25,8 +25,8 @@ class Stream : public IoHandler {
   void beginClose();
 
  protected:
-  // True while a send or receive is pending on the engine.
-  bool ioPending() const { return sendPending_ || recvPending_; }
+  // True while a send, receive or timer is pending on the engine.
+  bool ioPending() const { return sendPending_ || recvPending_ || timerPending_; }
   // Called by subclasses when an operation finished; closes if asked to.
   // Returns true when the stream is closing (the caller must stop).
   bool settleAfterIo();
@@ -37,6 +37,7 @@ class Stream : public IoHandler {
   Worker* worker_;
   bool sendPending_ = false;
   bool recvPending_ = false;
+  bool timerPending_ = false;
   bool closing_ = false;
   bool closed_ = false;
 

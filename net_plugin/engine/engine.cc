@@ -9,26 +9,26 @@ namespace bagua::net {
 
 namespace {
 
-std::unique_ptr<Engine> startEngine(EngineKind kind, int threads, std::string* note) {
-  if (kind == EngineKind::kEpoll) return createEpollEngine(threads);
-  if (kind == EngineKind::kIoUring) return createUringEngine(threads);
+std::unique_ptr<Engine> startEngine(EngineKind kind, int threads, int spinUs, std::string* note) {
+  if (kind == EngineKind::kEpoll) return createEpollEngine(threads, spinUs);
+  if (kind == EngineKind::kIoUring) return createUringEngine(threads, spinUs);
   try {
-    return createUringEngine(threads);
+    return createUringEngine(threads, spinUs);
   } catch (const NetError& e) {
     *note = std::string("io_uring unavailable (") + e.what() + "), falling back to epoll";
-    return createEpollEngine(threads);
+    return createEpollEngine(threads, spinUs);
   }
 }
 
 }  // namespace
 
-std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, std::string* note) {
+std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, int spinUs, std::string* note) {
   try {
-    return startEngine(kind, threads, note);
+    return startEngine(kind, threads, spinUs, note);
   } catch (const std::system_error& e) {  // std::thread could not start one
-    throw NetError(Status::kSystemError,
-                   std::string("starting the I/O engine's worker threads: ") + e.what() +
-                       " (out of memory or process/thread limits)");
+    throw NetError(Status::kSystemError, std::string("starting the I/O engine's worker threads: ") +
+                                             e.what() +
+                                             " (out of memory or process/thread limits)");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -31,6 +32,8 @@ class IoHandler {
   virtual void onSendDone(int result) = 0;
   // A receive finished: bytes read (> 0), 0 when the peer closed, or -errno.
   virtual void onRecvDone(int result) = 0;
+  // A delay started with Worker::wakeAfter has passed.
+  virtual void onTimer() {}
 };
 
 // One worker thread. post() is thread-safe; every other method must be called
@@ -50,6 +53,8 @@ class Worker {
   virtual void recv(int fd, void* buf, size_t len) = 0;
   // Makes any pending operation on `fd` finish soon.
   virtual void cancel(int fd) = 0;
+  // Calls the fd's handler's onTimer() after `delay` (at most one per fd).
+  virtual void wakeAfter(int fd, std::chrono::nanoseconds delay) = 0;
 };
 
 class Engine {
@@ -64,13 +69,14 @@ class Engine {
   virtual Worker& worker(int index) = 0;
 };
 
-// Starts an engine of `kind` with `threads` workers. kAuto tries io_uring and
+// Starts an engine of `kind` with `threads` workers that poll for `spinUs`
+// microseconds after any activity before sleeping. kAuto tries io_uring and
 // falls back to epoll, saying why in *note. Throws NetError when the kind
 // asked for cannot start.
-std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, std::string* note);
+std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, int spinUs, std::string* note);
 
-std::unique_ptr<Engine> createEpollEngine(int threads);
+std::unique_ptr<Engine> createEpollEngine(int threads, int spinUs);
 // Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
-std::unique_ptr<Engine> createUringEngine(int threads);
+std::unique_ptr<Engine> createUringEngine(int threads, int spinUs);
 
 }  // namespace bagua::net

@@ -6,13 +6,17 @@
 // meets EAGAIN does it wait for the next edge, which is why edge-triggering
 // cannot miss a wake-up. Completions are queued and delivered from the loop,
 // never from inside send()/recv(), so handlers that start the next
-// operation do not recurse.
+// operation do not recurse. Timers are a deadline map consulted by the loop;
+// spinning polls with a zero timeout for spinUs after the last activity.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -36,7 +40,7 @@ struct FdState {
 
 class EpollWorker final : public Worker {
  public:
-  explicit EpollWorker(int index) : index_(index) {
+  EpollWorker(int index, int spinUs) : index_(index), spin_(std::chrono::microseconds(spinUs)) {
     epollFd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epollFd_ < 0) throw NetError(Status::kSystemError, errnoMessage("epoll_create1", errno));
     epoll_event ev{};
@@ -48,6 +52,8 @@ class EpollWorker final : public Worker {
       throw NetError(Status::kSystemError, errnoMessage("epoll_ctl(eventfd)", err));
     }
     thread_ = std::thread([this] { run(); });
+    // Named here, not in run(), so the name is visible as soon as we return.
+    pthread_setname_np(thread_.native_handle(), ("bagua-net-" + std::to_string(index_)).c_str());
   }
 
   ~EpollWorker() override {
@@ -72,6 +78,13 @@ class EpollWorker final : public Worker {
   void detach(int fd) override {
     epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
     fds_.erase(fd);
+    for (auto it = timers_.begin(); it != timers_.end();) {
+      it = it->second == fd ? timers_.erase(it) : std::next(it);
+    }
+  }
+
+  void wakeAfter(int fd, std::chrono::nanoseconds delay) override {
+    timers_.emplace(Clock::now() + delay, fd);
   }
 
   void send(int fd, const iovec* iov, int iovcnt) override {
@@ -95,11 +108,35 @@ class EpollWorker final : public Worker {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Completion {
     IoHandler* handler;
     bool isSend;
     int result;
   };
+
+  // Fires due timers; returns how many.
+  int fireTimers() {
+    int fired = 0;
+    Clock::time_point now = Clock::now();
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      int fd = timers_.begin()->second;
+      timers_.erase(timers_.begin());
+      auto it = fds_.find(fd);
+      if (it != fds_.end()) it->second.handler->onTimer();
+      ++fired;
+    }
+    return fired;
+  }
+
+  // epoll_wait timeout: 0 while spinning, up to the next timer, else forever.
+  int waitTimeoutMs(Clock::time_point spinDeadline) {
+    Clock::time_point now = Clock::now();
+    if (now < spinDeadline) return 0;
+    if (timers_.empty()) return -1;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - now);
+    return static_cast<int>(std::max<long long>(0, left.count() + 1));
+  }
 
   void complete(FdState& st, const iovec** clear, bool isSend, int result) {
     if (isSend) {
@@ -141,14 +178,18 @@ class EpollWorker final : public Worker {
   }
 
   void run() {
-    pthread_setname_np(pthread_self(), ("bagua-net-" + std::to_string(index_)).c_str());
     constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
+    Clock::time_point lastActive = Clock::now();
     while (!(tasks_.stopRequested() && fds_.empty())) {
-      tasks_.runAll();
+      bool active = tasks_.runAll() > 0;
+      active = fireTimers() > 0 || active;
+      active = !done_.empty() || active;
       deliver();
+      if (active) lastActive = Clock::now();
       if (tasks_.stopRequested() && fds_.empty()) break;
-      int n = epoll_wait(epollFd_, events, kMaxEvents, -1);
+      int n = epoll_wait(epollFd_, events, kMaxEvents, waitTimeoutMs(lastActive + spin_));
+      if (n > 0) lastActive = Clock::now();
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
         if (fd == tasks_.wakeFd()) {
@@ -166,17 +207,21 @@ class EpollWorker final : public Worker {
   }
 
   int index_;
+  std::chrono::microseconds spin_;
   int epollFd_ = -1;
   TaskQueue tasks_;
   std::thread thread_;
   std::unordered_map<int, FdState> fds_;
   std::vector<Completion> done_;
+  std::multimap<Clock::time_point, int> timers_;  // deadline -> fd
 };
 
 class EpollEngine final : public Engine {
  public:
-  explicit EpollEngine(int threads) {
-    for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<EpollWorker>(i));
+  EpollEngine(int threads, int spinUs) {
+    for (int i = 0; i < threads; ++i) {
+      workers_.push_back(std::make_unique<EpollWorker>(i, spinUs));
+    }
   }
   const char* name() const override { return "epoll"; }
   int workerCount() const override { return static_cast<int>(workers_.size()); }
@@ -188,8 +233,8 @@ class EpollEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> createEpollEngine(int threads) {
-  return std::make_unique<EpollEngine>(threads);
+std::unique_ptr<Engine> createEpollEngine(int threads, int spinUs) {
+  return std::make_unique<EpollEngine>(threads, spinUs);
 }
 
 }  // namespace bagua::net

@@ -25,6 +25,8 @@ class TaskQueue {
   // Asks the worker loop to end once its fds are detached. Thread-safe.
   void requestStop();
   bool stopRequested() const { return stop_.load(std::memory_order_acquire); }
+  // True when tasks were posted since the last runAll() (for spinning loops).
+  bool pending() const { return woken_.load(std::memory_order_acquire); }
   // On the worker: runs every queued task. Returns how many ran.
   size_t runAll();
   // On the worker: consumes the eventfd counter after a wake-up.

@@ -9,8 +9,12 @@
 // batched into the next call.
 //
 // user_data layout: the IoHandler pointer (8-byte aligned) with the
-// operation kind in its low 2 bits (kSend, kRecv); kWake marks the eventfd
-// poll, kIgnore the cancel requests whose completion needs no action.
+// operation kind in its low 3 bits (kSend, kRecv, kTimer); kWake marks the
+// eventfd poll, kIgnore the cancel requests whose completion needs no action.
+//
+// Spinning: for spinUs after the last completion or task, the loop polls
+// (io_uring_get_events runs the deferred completions) instead of sleeping, so
+// back-to-back small messages pay no thread wake-up.
 // Sockets are switched to blocking mode on attach: io_uring returns -EAGAIN
 // for O_NONBLOCK files instead of waiting for readiness.
 #include <poll.h>
@@ -37,7 +41,8 @@ namespace {
 
 constexpr unsigned kRingEntries = 512;
 
-enum OpKind : uintptr_t { kSend = 0, kRecv = 1, kWake = 2, kIgnore = 3 };
+enum OpKind : uintptr_t { kSend = 0, kRecv = 1, kWake = 2, kIgnore = 3, kTimer = 4 };
+constexpr uint64_t kKindMask = 7;
 
 uint64_t encode(IoHandler* handler, OpKind kind) {
   return reinterpret_cast<uintptr_t>(handler) | kind;
@@ -45,7 +50,7 @@ uint64_t encode(IoHandler* handler, OpKind kind) {
 
 class UringWorker final : public Worker {
  public:
-  explicit UringWorker(int index) : index_(index) {}
+  UringWorker(int index, int spinUs) : index_(index), spin_(std::chrono::microseconds(spinUs)) {}
   ~UringWorker() override { stop(); }
 
   // Starts the thread and waits until its ring exists; throws on failure.
@@ -76,6 +81,7 @@ class UringWorker final : public Worker {
   void detach(int fd) override {
     handlers_.erase(fd);
     sendMsgs_.erase(fd);
+    timers_.erase(fd);
   }
 
   void send(int fd, const iovec* iov, int iovcnt) override {
@@ -100,6 +106,15 @@ class UringWorker final : public Worker {
     io_uring_sqe_set_data64(sqe, kIgnore);
   }
 
+  void wakeAfter(int fd, std::chrono::nanoseconds delay) override {
+    __kernel_timespec& ts = timers_[fd];  // must outlive the pending timeout
+    ts.tv_sec = delay.count() / 1000000000;
+    ts.tv_nsec = delay.count() % 1000000000;
+    io_uring_sqe* sqe = nextSqe();
+    io_uring_prep_timeout(sqe, &ts, 0, 0);
+    io_uring_sqe_set_data64(sqe, encode(handlers_.at(fd), kTimer));
+  }
+
  private:
   int initRing() {
     io_uring_params p;
@@ -119,23 +134,41 @@ class UringWorker final : public Worker {
     ready->set_value(err < 0 ? -err : 0);
     if (err < 0) return;
     armWake();
+    auto lastActive = std::chrono::steady_clock::now();
     while (!(tasks_.stopRequested() && handlers_.empty())) {
-      tasks_.runAll();
+      bool active = tasks_.runAll() > 0;
       if (tasks_.stopRequested() && handlers_.empty()) break;
-      int rc = io_uring_submit_and_wait(&ring_, 1);
-      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-        BAGUA_WARN("io_uring_submit_and_wait failed on worker %d: %s", index_, strerror(-rc));
+      if (!spinUntil(lastActive + spin_)) {
+        int rc = io_uring_submit_and_wait(&ring_, 1);
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
+          BAGUA_WARN("io_uring_submit_and_wait failed on worker %d: %s", index_, strerror(-rc));
+        }
       }
-      reap();
+      active = reap() > 0 || active;
+      if (active) lastActive = std::chrono::steady_clock::now();
     }
     io_uring_queue_exit(&ring_);
   }
 
+  // Submits, then polls until a completion or a task arrives or `deadline`
+  // passes. Returns true if there is something to process.
+  bool spinUntil(std::chrono::steady_clock::time_point deadline) {
+    if (spin_.count() == 0 || std::chrono::steady_clock::now() >= deadline) return false;
+    io_uring_submit(&ring_);
+    do {
+      if (io_uring_cq_ready(&ring_) > 0 || tasks_.pending()) return true;
+      io_uring_get_events(&ring_);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return io_uring_cq_ready(&ring_) > 0 || tasks_.pending();
+  }
+
   // Copies a batch of completions out and frees their CQ slots before
   // dispatching, since handlers submit new operations.
-  void reap() {
+  // Returns the number of completions other than wake-ups.
+  unsigned reap() {
     constexpr unsigned kBatch = 64;
     unsigned n = 0;
+    unsigned handled = 0;
     do {
       io_uring_cqe* cqes[kBatch];
       n = io_uring_peek_batch_cqe(&ring_, cqes, kBatch);
@@ -146,11 +179,13 @@ class UringWorker final : public Worker {
       for (unsigned i = 0; i < n; ++i) done[i] = {io_uring_cqe_get_data64(cqes[i]), cqes[i]->res};
       io_uring_cq_advance(&ring_, n);
       for (unsigned i = 0; i < n; ++i) {
-        auto kind = static_cast<OpKind>(done[i].data & 3);
-        auto* handler = reinterpret_cast<IoHandler*>(done[i].data & ~uint64_t{3});
+        auto kind = static_cast<OpKind>(done[i].data & kKindMask);
+        auto* handler = reinterpret_cast<IoHandler*>(done[i].data & ~kKindMask);
+        handled += kind != kWake && kind != kIgnore;
         dispatch(kind, handler, done[i].res);
       }
     } while (n == kBatch);
+    return handled;
   }
 
   void dispatch(OpKind kind, IoHandler* handler, int res) {
@@ -160,6 +195,9 @@ class UringWorker final : public Worker {
         break;
       case kRecv:
         handler->onRecvDone(res);
+        break;
+      case kTimer:
+        handler->onTimer();
         break;
       case kWake:
         tasks_.clearWake();
@@ -187,18 +225,20 @@ class UringWorker final : public Worker {
   }
 
   int index_;
+  std::chrono::microseconds spin_;
   io_uring ring_{};
   TaskQueue tasks_;
   std::thread thread_;
   std::unordered_map<int, IoHandler*> handlers_;
-  std::unordered_map<int, msghdr> sendMsgs_;  // must outlive each pending sendmsg
+  std::unordered_map<int, msghdr> sendMsgs_;           // must outlive each pending sendmsg
+  std::unordered_map<int, __kernel_timespec> timers_;  // must outlive each pending timeout
 };
 
 class UringEngine final : public Engine {
  public:
-  explicit UringEngine(int threads) {
+  UringEngine(int threads, int spinUs) {
     for (int i = 0; i < threads; ++i) {
-      workers_.push_back(std::make_unique<UringWorker>(i));
+      workers_.push_back(std::make_unique<UringWorker>(i, spinUs));
       workers_.back()->start();
     }
   }
@@ -212,8 +252,8 @@ class UringEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> createUringEngine(int threads) {
-  return std::make_unique<UringEngine>(threads);
+std::unique_ptr<Engine> createUringEngine(int threads, int spinUs) {
+  return std::make_unique<UringEngine>(threads, spinUs);
 }
 
 }  // namespace bagua::net
@@ -222,7 +262,7 @@ std::unique_ptr<Engine> createUringEngine(int threads) {
 
 namespace bagua::net {
 
-std::unique_ptr<Engine> createUringEngine(int) {
+std::unique_ptr<Engine> createUringEngine(int, int) {
   throw NetError(Status::kSystemError, "this build has no io_uring engine (liburing not found)");
 }
 

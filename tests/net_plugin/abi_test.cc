@@ -120,7 +120,8 @@ TEST_P(AbiVersion, TwoProcessesExchangeVerifiedDataThroughThisTable) {
   EXPECT_EQ(plugin->deregMr(sendComm, mr), ncclSuccess);
   EXPECT_EQ(plugin->closeSend(sendComm), ncclSuccess);
   EXPECT_EQ(plugin->finalize(), ncclSuccess);
-  EXPECT_EQ(pluginThreadCount(), threadsBefore) << "plugin threads must be gone before NCCL dlcloses";
+  EXPECT_EQ(pluginThreadCount(), threadsBefore)
+      << "plugin threads must be gone before NCCL dlcloses";
   plugin.reset();  // dlclose
 }
 

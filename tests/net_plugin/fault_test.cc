@@ -46,7 +46,7 @@ Link completeLink(void* listenComm, char* handle) {
   while ((link.sendComm == nullptr || link.recvComm == nullptr) &&
          std::chrono::steady_clock::now() < deadline) {
     if (link.sendComm == nullptr) {
-      EXPECT_EQ(api::connect(0, handle, &link.sendComm), ncclSuccess);
+      EXPECT_EQ(api::connect(nullptr, 0, handle, &link.sendComm), ncclSuccess);
     }
     if (link.recvComm == nullptr) {
       EXPECT_EQ(api::accept(listenComm, &link.recvComm), ncclSuccess);
@@ -151,8 +151,8 @@ TEST(Close, ListenCloseWithConnectionsHalfDoneIsClean) {
   char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
   ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
   void* sendComm = nullptr;
-  ASSERT_EQ(api::connect(0, handle, &sendComm), ncclSuccess);  // starts, does not finish
-  int stray = rawConnect(handle);                              // accepted, no hello yet
+  ASSERT_EQ(api::connect(nullptr, 0, handle, &sendComm), ncclSuccess);  // starts, does not finish
+  int stray = rawConnect(handle);                                       // accepted, no hello yet
   void* recvComm = nullptr;
   ASSERT_EQ(api::accept(listenComm, &recvComm), ncclSuccess);
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
@@ -164,7 +164,7 @@ TEST(Close, ListenCloseWithConnectionsHalfDoneIsClean) {
   auto deadline = std::chrono::steady_clock::now() + 5s;
   ncclResult_t rc = ncclSuccess;
   while (sendComm == nullptr && rc == ncclSuccess && std::chrono::steady_clock::now() < deadline) {
-    rc = api::connect(0, handle, &sendComm);
+    rc = api::connect(nullptr, 0, handle, &sendComm);
   }
   if (sendComm != nullptr) {
     EXPECT_EQ(api::closeSend(sendComm), ncclSuccess);
@@ -184,7 +184,7 @@ TEST(Connect, VanishedListenerFailsWithinConnectTimeout) {
   auto start = std::chrono::steady_clock::now();
   while (rc == ncclSuccess && sendComm == nullptr &&
          std::chrono::steady_clock::now() - start < 10s) {
-    rc = api::connect(0, handle, &sendComm);
+    rc = api::connect(nullptr, 0, handle, &sendComm);
   }
   EXPECT_EQ(rc, ncclRemoteError);
   EXPECT_EQ(sendComm, nullptr);
@@ -205,7 +205,7 @@ TEST(InvalidArgument, NullPointersAndBadDevices) {
   EXPECT_EQ(api::listen(n, handle, &comm), ncclInvalidArgument);
   EXPECT_EQ(api::listen(0, nullptr, &comm), ncclInvalidArgument);
   EXPECT_EQ(api::listen(0, handle, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(api::connect(0, nullptr, &comm), ncclInvalidArgument);
+  EXPECT_EQ(api::connect(nullptr, 0, nullptr, &comm), ncclInvalidArgument);
   EXPECT_EQ(api::accept(nullptr, &comm), ncclInvalidArgument);
   EXPECT_EQ(api::test(nullptr, &n, nullptr), ncclInvalidArgument);
   EXPECT_EQ(api::closeSend(nullptr), ncclInvalidArgument);
@@ -257,19 +257,19 @@ TEST(InvalidArgument, CorruptedHandleIsRejected) {
     char bad[NCCL_NET_HANDLE_MAXSIZE];
     std::memcpy(bad, handle, sizeof(bad));
     bad[byte] ^= 0x5a;
-    EXPECT_EQ(api::connect(0, bad, &sendComm), ncclInvalidArgument) << "byte " << byte;
+    EXPECT_EQ(api::connect(nullptr, 0, bad, &sendComm), ncclInvalidArgument) << "byte " << byte;
     EXPECT_EQ(sendComm, nullptr);
   }
   char random[NCCL_NET_HANDLE_MAXSIZE];
   for (size_t i = 0; i < sizeof(random); ++i) random[i] = static_cast<char>(i * 37 + 11);
-  EXPECT_EQ(api::connect(0, random, &sendComm), ncclInvalidArgument);
+  EXPECT_EQ(api::connect(nullptr, 0, random, &sendComm), ncclInvalidArgument);
   // A handle whose connect-state id was corrupted mid-connect.
   char copy[NCCL_NET_HANDLE_MAXSIZE];
   std::memcpy(copy, handle, sizeof(copy));
-  ASSERT_EQ(api::connect(0, copy, &sendComm), ncclSuccess);
+  ASSERT_EQ(api::connect(nullptr, 0, copy, &sendComm), ncclSuccess);
   if (sendComm == nullptr) {
     reinterpret_cast<ListenHandle*>(copy)->connectId ^= 0xffff;
-    EXPECT_EQ(api::connect(0, copy, &sendComm), ncclInvalidArgument);
+    EXPECT_EQ(api::connect(nullptr, 0, copy, &sendComm), ncclInvalidArgument);
   }
   if (sendComm != nullptr) {
     EXPECT_EQ(api::closeSend(sendComm), ncclSuccess);

@@ -47,7 +47,7 @@ void* connectWithin(char* handle, std::chrono::milliseconds timeout) {
   void* send = nullptr;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (send == nullptr && std::chrono::steady_clock::now() < deadline) {
-    if (api::connect(0, handle, &send) != ncclSuccess) return nullptr;
+    if (api::connect(nullptr, 0, handle, &send) != ncclSuccess) return nullptr;
   }
   return send;
 }
@@ -197,7 +197,7 @@ TEST(Resources, RunningOutOfFileDescriptorsIsAClearError) {
     void* send = nullptr;
     ncclResult_t rc = ncclSuccess;
     for (int i = 0; i < 100 && rc == ncclSuccess && send == nullptr; ++i) {
-      rc = api::connect(0, handle, &send);
+      rc = api::connect(nullptr, 0, handle, &send);
     }
     if (rc != ncclSystemError) return 3;
     if (!logContains("Too many open files")) return 4;
@@ -220,7 +220,7 @@ TEST(Resources, RunningOutOfMemoryIsAClearError) {
     if (api::listen(0, handle, &link.listenComm) != ncclSuccess) return 3;
     ncclResult_t rc = ncclSuccess;
     for (int i = 0; i < 1000 && rc == ncclSuccess && link.sendComm == nullptr; ++i) {
-      rc = api::connect(0, handle, &link.sendComm);
+      rc = api::connect(nullptr, 0, handle, &link.sendComm);
       if (rc == ncclSuccess && link.recvComm == nullptr) {
         rc = api::accept(link.listenComm, &link.recvComm);
       }

@@ -169,7 +169,7 @@ TEST(Listener, OneListenCommAcceptsSeveralPeers) {
          std::chrono::steady_clock::now() < deadline) {
     for (int i = 0; i < kPeers; ++i) {
       if (sends[i] == nullptr) {
-        ASSERT_EQ(api::connect(0, handles[i].data(), &sends[i]), ncclSuccess);
+        ASSERT_EQ(api::connect(nullptr, 0, handles[i].data(), &sends[i]), ncclSuccess);
       }
     }
     void* recv = nullptr;

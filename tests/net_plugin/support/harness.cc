@@ -26,7 +26,7 @@ Link connectLink(int dev) {
   while ((link.sendComm == nullptr || link.recvComm == nullptr) &&
          std::chrono::steady_clock::now() < deadline) {
     if (link.sendComm == nullptr) {
-      if (api::connect(dev, handle, &link.sendComm) != ncclSuccess) break;
+      if (api::connect(nullptr, dev, handle, &link.sendComm) != ncclSuccess) break;
     }
     if (link.recvComm == nullptr) {
       if (api::accept(link.listenComm, &link.recvComm) != ncclSuccess) break;

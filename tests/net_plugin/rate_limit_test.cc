@@ -1,0 +1,47 @@
+// BAGUA_NET_RATE_LIMIT_MBPS (a testing aid that emulates a slower NIC): the
+// pacing arithmetic, and that a rank's sends really stay under the cap
+// (tests/meson.build runs this binary with the knob at 800 Mbit/s). Only a
+// lower bound on time is asserted: the cap must hold; speed is not tested.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <vector>
+
+#include "net_plugin/api/api.h"
+#include "net_plugin/core/rate_limiter.h"
+#include "tests/net_plugin/support/harness.h"
+
+namespace bagua::net::testing {
+namespace {
+
+TEST(RateLimiter, BooksBytesAtTheRate) {
+  RateLimiter limiter(1e9);  // 1 GB/s: 1 ns per byte
+  EXPECT_EQ(limiter.reserve(1000).count(), 0) << "an idle link sends at once";
+  // 1 ms of bytes booked back to back: the last waits about 1 ms minus slack.
+  std::chrono::nanoseconds wait{0};
+  for (int i = 0; i < 1000; ++i) wait = limiter.reserve(1000);
+  auto expected = std::chrono::microseconds(1000) - RateLimiter::kSlack;
+  EXPECT_GT(wait, expected - std::chrono::microseconds(100));
+  EXPECT_LE(wait, std::chrono::microseconds(1001));
+}
+
+TEST(RateLimit, SendsStayUnderTheCap) {
+  constexpr double kBytesPerSecond = 800e6 / 8;  // the suite's 800 Mbit/s
+  constexpr size_t kBytes = 20u << 20;
+  Link link = connectLink();
+  std::vector<uint8_t> out(kBytes), in(kBytes);
+  fillPattern(out.data(), kBytes, 3);
+  auto start = std::chrono::steady_clock::now();
+  void* r = postRecv(link.recvComm, in.data(), kBytes);
+  void* s = postSend(link.sendComm, out.data(), kBytes);
+  ASSERT_EQ(waitRequest(s), ncclSuccess);
+  ASSERT_EQ(waitRequest(r), ncclSuccess);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(verifyPattern(in.data(), kBytes, 3), -1);
+  EXPECT_GE(seconds, 0.9 * kBytes / kBytesPerSecond)
+      << "20 MiB at 800 Mbit/s cannot take less than ~0.21 s";
+  closeLink(link);
+}
+
+}  // namespace
+}  // namespace bagua::net::testing
