@@ -1,7 +1,6 @@
 // ncclNetPlugin_v10 (NCCL 2.26-2.27; newer NCCL prefers v11). One init per
 // process, no finalize: the engine's threads live only while comms exist.
-#include "net_plugin/abi/props.h"
-#include "net_plugin/api/api.h"
+#include "net_plugin/abi/shims.h"
 #include "net_plugin/nccl/net_v10.h"
 
 namespace bagua::net::abi {
@@ -9,30 +8,9 @@ namespace {
 
 ncclResult_t init(ncclDebugLogger_t logger, ncclProfilerCallback_t) { return api::init(logger); }
 
-ncclResult_t getProperties(int dev, ncclNetProperties_v10_t* props) {
-  api::DeviceProps p;
-  ncclResult_t rc = api::getProperties(dev, props != nullptr ? &p : nullptr);
-  if (rc == ncclSuccess) fillCommon(p, dev, props);
-  return rc;
-}
-
 ncclResult_t connect(int dev, ncclNetCommConfig_v10_t*, void* handle, void** sendComm,
                      ncclNetDeviceHandle_t**) {
   return api::connect(nullptr, dev, handle, sendComm);
-}
-
-ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {
-  return api::accept(listenComm, recvComm);
-}
-
-ncclResult_t isend(void* sendComm, void* data, size_t size, int, void* mhandle, void*,
-                   void** request) {
-  return api::isend(sendComm, data, size, mhandle, request);
-}
-
-ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void** mhandles, void**,
-                   void** request) {
-  return api::irecv(recvComm, n, data, sizes, mhandles, request);
 }
 
 }  // namespace
@@ -42,15 +20,15 @@ extern "C" __attribute__((visibility("default"))) const ncclNet_v10_t ncclNetPlu
     .name = "Bagua",
     .init = bagua::net::abi::init,
     .devices = bagua::net::api::devices,
-    .getProperties = bagua::net::abi::getProperties,
+    .getProperties = bagua::net::abi::getPropertiesAs<ncclNetProperties_v10_t>,
     .listen = bagua::net::api::listen,
     .connect = bagua::net::abi::connect,
     .accept = bagua::net::abi::accept,
     .regMr = bagua::net::api::regMr,
     .regMrDmaBuf = nullptr,
     .deregMr = bagua::net::api::deregMr,
-    .isend = bagua::net::abi::isend,
-    .irecv = bagua::net::abi::irecv,
+    .isend = bagua::net::abi::isendProfiled,
+    .irecv = bagua::net::abi::irecvProfiled,
     .iflush = bagua::net::api::iflush,
     .test = bagua::net::api::test,
     .closeSend = bagua::net::api::closeSend,

@@ -1,7 +1,6 @@
 // ncclNetPlugin_v11: the primary table (NCCL 2.28+). Per-communicator
 // init/finalize with a context; everything else forwards to the API layer.
-#include "net_plugin/abi/props.h"
-#include "net_plugin/api/api.h"
+#include "net_plugin/abi/shims.h"
 #include "net_plugin/nccl/net_v11.h"
 
 namespace bagua::net::abi {
@@ -14,12 +13,9 @@ ncclResult_t init(void** ctx, uint64_t commId, ncclNetCommConfig_v11_t* config,
 }
 
 ncclResult_t getProperties(int dev, ncclNetProperties_v11_t* props) {
-  api::DeviceProps p;
-  ncclResult_t rc = api::getProperties(dev, props != nullptr ? &p : nullptr);
-  if (rc != ncclSuccess) return rc;
-  fillCommon(p, dev, props);
-  props->maxMultiRequestSize = 1;
-  return ncclSuccess;
+  ncclResult_t rc = getPropertiesAs(dev, props);
+  if (rc == ncclSuccess) props->maxMultiRequestSize = 1;
+  return rc;
 }
 
 ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
@@ -28,20 +24,6 @@ ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
 
 ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_t**) {
   return api::connect(ctx, dev, handle, sendComm);
-}
-
-ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {
-  return api::accept(listenComm, recvComm);
-}
-
-ncclResult_t isend(void* sendComm, void* data, size_t size, int, void* mhandle, void*,
-                   void** request) {
-  return api::isend(sendComm, data, size, mhandle, request);
-}
-
-ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void** mhandles, void**,
-                   void** request) {
-  return api::irecv(recvComm, n, data, sizes, mhandles, request);
 }
 
 ncclResult_t setNetAttr(void* ctx, ncclNetAttr_v11_t* attr) { return api::setNetAttr(ctx, attr); }
@@ -60,8 +42,8 @@ extern "C" __attribute__((visibility("default"))) const ncclNet_v11_t ncclNetPlu
     .regMr = bagua::net::api::regMr,
     .regMrDmaBuf = nullptr,
     .deregMr = bagua::net::api::deregMr,
-    .isend = bagua::net::abi::isend,
-    .irecv = bagua::net::abi::irecv,
+    .isend = bagua::net::abi::isendProfiled,
+    .irecv = bagua::net::abi::irecvProfiled,
     .iflush = bagua::net::api::iflush,
     .test = bagua::net::api::test,
     .closeSend = bagua::net::api::closeSend,

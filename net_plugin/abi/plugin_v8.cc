@@ -1,26 +1,10 @@
 // ncclNetPlugin_v8 (NCCL 2.20-2.23): int message sizes; properties without
 // forceFlush, vProps or byte limits (NCCL then assumes 1 GiB per transfer).
-#include "net_plugin/abi/props.h"
-#include "net_plugin/api/api.h"
+#include "net_plugin/abi/shims.h"
 #include "net_plugin/nccl/net_v8.h"
 
 namespace bagua::net::abi {
 namespace {
-
-ncclResult_t getProperties(int dev, ncclNetProperties_v8_t* props) {
-  api::DeviceProps p;
-  ncclResult_t rc = api::getProperties(dev, props != nullptr ? &p : nullptr);
-  if (rc == ncclSuccess) fillCommon(p, dev, props);
-  return rc;
-}
-
-ncclResult_t connect(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_t**) {
-  return api::connect(nullptr, dev, handle, sendComm);
-}
-
-ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {
-  return api::accept(listenComm, recvComm);
-}
 
 ncclResult_t isend(void* sendComm, void* data, int size, int, void* mhandle, void** request) {
   if (size < 0) {
@@ -44,9 +28,9 @@ extern "C" __attribute__((visibility("default"))) const ncclNet_v8_t ncclNetPlug
     .name = "Bagua",
     .init = bagua::net::api::init,
     .devices = bagua::net::api::devices,
-    .getProperties = bagua::net::abi::getProperties,
+    .getProperties = bagua::net::abi::getPropertiesAs<ncclNetProperties_v8_t>,
     .listen = bagua::net::api::listen,
-    .connect = bagua::net::abi::connect,
+    .connect = bagua::net::abi::connectNoContext,
     .accept = bagua::net::abi::accept,
     .regMr = bagua::net::api::regMr,
     .regMrDmaBuf = nullptr,

@@ -1,25 +1,9 @@
 // ncclNetPlugin_v9 (NCCL 2.24-2.25): size_t sizes, no profiler handles.
-#include "net_plugin/abi/props.h"
-#include "net_plugin/api/api.h"
+#include "net_plugin/abi/shims.h"
 #include "net_plugin/nccl/net_v9.h"
 
 namespace bagua::net::abi {
 namespace {
-
-ncclResult_t getProperties(int dev, ncclNetProperties_v9_t* props) {
-  api::DeviceProps p;
-  ncclResult_t rc = api::getProperties(dev, props != nullptr ? &p : nullptr);
-  if (rc == ncclSuccess) fillCommon(p, dev, props);
-  return rc;
-}
-
-ncclResult_t connect(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_t**) {
-  return api::connect(nullptr, dev, handle, sendComm);
-}
-
-ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t**) {
-  return api::accept(listenComm, recvComm);
-}
 
 ncclResult_t isend(void* sendComm, void* data, size_t size, int, void* mhandle, void** request) {
   return api::isend(sendComm, data, size, mhandle, request);
@@ -37,9 +21,9 @@ extern "C" __attribute__((visibility("default"))) const ncclNet_v9_t ncclNetPlug
     .name = "Bagua",
     .init = bagua::net::api::init,
     .devices = bagua::net::api::devices,
-    .getProperties = bagua::net::abi::getProperties,
+    .getProperties = bagua::net::abi::getPropertiesAs<ncclNetProperties_v9_t>,
     .listen = bagua::net::api::listen,
-    .connect = bagua::net::abi::connect,
+    .connect = bagua::net::abi::connectNoContext,
     .accept = bagua::net::abi::accept,
     .regMr = bagua::net::api::regMr,
     .regMrDmaBuf = nullptr,

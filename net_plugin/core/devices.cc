@@ -20,10 +20,12 @@ bool familyAllowed(int family, const std::string& wanted) {
   return (wanted == "AF_INET") == (family == AF_INET);
 }
 
+// Link-local IPv6 addresses need a scope id that only means something on
+// this host, so a peer could not use them; ::1 is kept for single-host runs.
 bool usableAddress(const sockaddr* sa) {
   if (sa->sa_family != AF_INET6) return true;
   const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
-  return !IN6_IS_ADDR_LINKLOCAL(&a) && !IN6_IS_ADDR_LOOPBACK(&a);
+  return !IN6_IS_ADDR_LINKLOCAL(&a);
 }
 
 std::string pciPathOf(const std::string& name) {

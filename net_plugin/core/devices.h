@@ -4,9 +4,9 @@
 // Selection follows NCCL's socket transport: NCCL_SOCKET_IFNAME when set;
 // otherwise ib* interfaces, else anything but docker*/lo*/virbr*, else
 // docker*, else lo*. NCCL_SOCKET_FAMILY restricts the address family. One
-// address per interface (the first usable one); IPv6 link-local and
-// loopback-scoped v6 addresses are skipped, since a peer host cannot reach
-// them with our scope id. At most kMaxDevices devices.
+// address per interface (the first usable one); IPv6 link-local addresses
+// are skipped, since a peer host cannot reach them with our scope id. At
+// most kMaxDevices devices.
 #pragma once
 
 #include <string>

@@ -20,9 +20,11 @@ class RateLimiter {
   explicit RateLimiter(double bytesPerSecond) : nsPerByte_(1e9 / bytesPerSecond) {}
 
   // Books `bytes` on the link; returns how long to wait before sending them.
-  std::chrono::nanoseconds reserve(size_t bytes) {
+  std::chrono::nanoseconds reserve(size_t bytes) { return reserve(bytes, Clock::now()); }
+
+  // The same at a given time (tests pass their own clock).
+  std::chrono::nanoseconds reserve(size_t bytes, Clock::time_point now) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Clock::time_point now = Clock::now();
     Clock::time_point start = next_ > now ? next_ : now;
     next_ = start + std::chrono::nanoseconds(static_cast<long long>(nsPerByte_ * bytes));
     auto wait = start - now - kSlack;

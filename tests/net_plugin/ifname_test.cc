@@ -64,6 +64,15 @@ TEST(Devices, FamilyRestrictionApplies) {
   EXPECT_EQ(devices[0].addr.sa.sa_family, AF_INET);
 }
 
+TEST(Devices, Ipv6LoopbackIsUsable) {
+  Params p;
+  p.socketIfname = "=lo";
+  p.socketFamily = "AF_INET6";
+  std::vector<NetDevice> devices = discoverDevices(p);
+  if (devices.empty()) GTEST_SKIP() << "no IPv6 on lo";
+  EXPECT_EQ(devices[0].addr.sa.sa_family, AF_INET6);
+}
+
 TEST(Devices, NoMatchGivesNoDevice) {
   Params p;
   p.socketIfname = "=no-such-interface";

@@ -15,14 +15,19 @@ namespace bagua::net::testing {
 namespace {
 
 TEST(RateLimiter, BooksBytesAtTheRate) {
+  using std::chrono::microseconds;
   RateLimiter limiter(1e9);  // 1 GB/s: 1 ns per byte
-  EXPECT_EQ(limiter.reserve(1000).count(), 0) << "an idle link sends at once";
-  // 1 ms of bytes booked back to back: the last waits about 1 ms minus slack.
+  auto t0 = RateLimiter::Clock::now();
+  EXPECT_EQ(limiter.reserve(1000, t0).count(), 0) << "an idle link sends at once";
+  // 1000 more kilobytes booked at the same instant: the last starts once the
+  // 1000 before it are on the wire (1 ms), less the allowed slack.
   std::chrono::nanoseconds wait{0};
-  for (int i = 0; i < 1000; ++i) wait = limiter.reserve(1000);
-  auto expected = std::chrono::microseconds(1000) - RateLimiter::kSlack;
-  EXPECT_GT(wait, expected - std::chrono::microseconds(100));
-  EXPECT_LE(wait, std::chrono::microseconds(1001));
+  for (int i = 0; i < 1000; ++i) wait = limiter.reserve(1000, t0);
+  EXPECT_EQ(wait, microseconds(1000) - RateLimiter::kSlack);
+  // 0.5 ms later the link is busy until 1.001 ms.
+  EXPECT_EQ(limiter.reserve(1000, t0 + microseconds(500)), microseconds(501) - RateLimiter::kSlack);
+  // Idle time earns no credit: after a long pause the link is simply free.
+  EXPECT_EQ(limiter.reserve(1000, t0 + std::chrono::seconds(1)).count(), 0);
 }
 
 TEST(RateLimit, SendsStayUnderTheCap) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
 
 #include "net_plugin/api/api.h"
 #include "tests/net_plugin/support/harness.h"
@@ -13,7 +14,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   if (bagua::net::api::init(bagua::net::testing::captureLogger) != ncclSuccess) {
     fprintf(stderr, "plugin init failed (no usable interface? set NCCL_SOCKET_IFNAME=lo)\n");
-    return 1;
+    // Suites for optional address families (IPv6) skip where the host has none.
+    return std::getenv("BAGUA_TEST_DEVICE_OPTIONAL") != nullptr ? 77 : 1;
   }
   return RUN_ALL_TESTS();
 }
