@@ -4,8 +4,9 @@
 // Lifecycle: the engine's worker threads exist only while something holds it:
 // a comm, or a v11 context (init .. finalize). When the last holder lets go,
 // the threads are joined, so NCCL may dlclose the library after its last
-// communicator (2.28 does) with no plugin thread left running in unmapped
-// code. The next comm starts a new engine; unload and reload work the same way.
+// communicator (2.28 does) with no plugin thread left running. The library is
+// linked -z nodelete, so dlclose leaves it mapped and a later load finds this
+// state as it was; the next comm starts a new engine.
 #pragma once
 
 #include <memory>

@@ -2,6 +2,8 @@
 // loads no plugin itself: each child applies its environment first.
 #include "tools/bagua_net_perf/launcher.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -60,6 +62,19 @@ void killRest(std::vector<Child>& children) {
 
 uint64_t commIdOf(const std::string& dir) { return std::hash<std::string>{}(dir) | 1; }
 
+// In a freshly forked (single-threaded) rank: joins network namespace `name`
+// (made with `ip netns add`), so ranks can stand for different hosts.
+void enterNetns(const std::string& name) {
+  std::string path = "/var/run/netns/" + name;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "[bagua-net-perf] cannot enter network namespace %s: %s\n", name.c_str(),
+                 std::strerror(errno));
+    _exit(kExitError);
+  }
+  close(fd);
+}
+
 }  // namespace
 
 RunOutcome launchRun(const Options& options, const RunSpec& spec) {
@@ -90,6 +105,7 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
     PERF_SYSCALL(pid, "fork");
     if (pid == 0) {
       task.rank = rank;
+      if (!options.netns.empty()) enterNetns(options.netns[static_cast<size_t>(rank)]);
       int code = runRank(options, task);
       std::fflush(nullptr);
       _exit(code);

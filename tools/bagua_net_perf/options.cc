@@ -123,6 +123,10 @@ void validate(Options* o) {
   } else if (!o->store.empty() || o->world != 0) {
     throw UsageError("--store and --world go with --rank (manual mode)");
   }
+  if (!o->netns.empty() && (o->manual() || static_cast<int>(o->netns.size()) != o->ranks)) {
+    throw UsageError("--netns needs one namespace per rank (" + std::to_string(o->ranks) +
+                     ") and no --rank");
+  }
   if (o->plugin.empty()) o->plugin = resolveDefaultPlugin();
   if (o->baselineOnly) {
     if (!o->configs.empty()) throw UsageError("--baseline-only and --configs exclude each other");
@@ -202,6 +206,15 @@ bool parseOptions(int argc, char** argv, Options* o) {
       {"--rank", [&](const std::string& v) { o->rank = parseInt("--rank", v, 0, 1023); }},
       {"--world", [&](const std::string& v) { o->world = parseInt("--world", v, 2, 1024); }},
       {"--store", [&](const std::string& v) { o->store = v; }},
+      {"--netns",
+       [&](const std::string& v) {
+         o->netns.clear();
+         for (size_t pos = 0; pos <= v.size();) {
+           size_t comma = std::min(v.find(',', pos), v.size());
+           o->netns.push_back(v.substr(pos, comma - pos));
+           pos = comma + 1;
+         }
+       }},
       {"-b", [&](const std::string& v) { o->minBytes = parseSize(v); }},
       {"-e", [&](const std::string& v) { o->maxBytes = parseSize(v); }},
       {"-f", [&](const std::string& v) { o->factor = parseInt("-f", v, 2, 1 << 20); }},

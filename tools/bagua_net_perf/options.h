@@ -29,11 +29,12 @@ struct Config {
 
 struct Options {
   std::vector<Pattern> patterns{Pattern::kRing};
-  std::string plugin;  // --plugin, resolved to the default when not given
-  int ranks = 2;       // --ranks: rank processes forked on this machine
-  int rank = -1;       // --rank: run only this rank (manual mode)
-  int world = 0;       // --world (manual mode)
-  std::string store;   // --store: rendezvous directory (manual mode)
+  std::string plugin;              // --plugin, resolved to the default when not given
+  int ranks = 2;                   // --ranks: rank processes forked on this machine
+  int rank = -1;                   // --rank: run only this rank (manual mode)
+  int world = 0;                   // --world (manual mode)
+  std::string store;               // --store: rendezvous directory (manual mode)
+  std::vector<std::string> netns;  // --netns: network namespace of each rank (launcher mode)
   size_t minBytes = 8;
   size_t maxBytes = size_t{64} << 20;
   size_t factor = 2;

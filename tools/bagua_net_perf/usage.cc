@@ -20,6 +20,9 @@ Process model
                        run rank R of N by hand (other hosts or network
                        namespaces sharing DIR); DIR must be fresh for each
                        invocation; only rank 0 prints the report
+  --netns NS0,NS1,..   with --ranks: rank r joins network namespace NSr (made
+                       with ip netns add) before loading the plugin, so ranks
+                       stand for hosts joined by an emulated link
   --timeout SEC        every wait gives up after SEC seconds (default 60) and
                        names what it waited for; the other ranks are killed
 
