@@ -50,7 +50,7 @@ namespace detail {
 
 // Throws InvalidArgument(message) unless `cond` holds. `message` is any
 // expression convertible to std::string, evaluated only on failure.
-#define BAGUA_ENFORCE(cond, message)                                          \
-  do {                                                                        \
+#define BAGUA_ENFORCE(cond, message)                                           \
+  do {                                                                         \
     if (!(cond)) ::bagua::detail::throwInvalid((message), __FILE__, __LINE__); \
   } while (false)

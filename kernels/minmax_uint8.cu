@@ -1,0 +1,307 @@
+// CUDA kernels of MinMaxUInt8 (minmax_uint8_cuda.h): compress, decompress and
+// the fused decompress + reduce. Grids are (blocks per chunk, chunks) for the
+// per-chunk kernels, so the launch count does not depend on nChunks.
+//
+// compress = three launches on the stream: zero the two key words of each
+// header; a segmented min/max (order keys, one atomicMax pair per block and
+// chunk into its header); quantize, which reads the keys back. Keys make the
+// atomics order-independent, so results equal the CPU loop's bit for bit.
+
+#include "kernels/chunk_args.h"
+#include "kernels/cuda_elements.cuh"
+#include "kernels/minmax_uint8.h"
+#include "kernels/minmax_uint8_cuda.h"
+
+namespace bagua::kernels {
+namespace {
+
+using minmax::ChunkKind;
+
+// How to decode one compressed chunk, from its header.
+template <typename E>
+struct GpuChunkDecoder {
+  using Bits = typename E::Bits;
+  ChunkKind kind;
+  Bits minBits;
+  minmax::Grid grid;
+
+  __device__ explicit GpuChunkDecoder(const uint8_t* header) {
+    minBits = *reinterpret_cast<const Bits*>(header);
+    const float mn = E::toFloat(minBits);
+    const float mx = E::toFloat(*reinterpret_cast<const Bits*>(header + sizeof(Bits)));
+    kind = minmax::classify(mn, mx);
+    grid = kind == ChunkKind::kRange ? minmax::makeGrid(mn, mx) : minmax::Grid{0, 0, 0};
+  }
+
+  __device__ Bits decode(uint8_t q) const {
+    if (kind == ChunkKind::kNonFinite) return E::kNan;
+    if (kind == ChunkKind::kConstant) return minBits;
+    return E::fromFloat(minmax::decode(q, grid));
+  }
+};
+
+__device__ __forceinline__ unsigned* keyWord(uint8_t* header, size_t offset) {
+  return reinterpret_cast<unsigned*>(header + offset);
+}
+
+__global__ void zeroKeysKernel(uint8_t* dst, size_t stride, int nChunks) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= nChunks) return;
+  *keyWord(dst + c * stride, minmax::kMinKeyOffset) = 0;
+  *keyWord(dst + c * stride, minmax::kMaxKeyOffset) = 0;
+}
+
+__device__ __forceinline__ unsigned warpMax(unsigned v) {
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Segmented min/max: grid (blocks per chunk, chunks). Folds the block's keys
+// into header words kMinKeyOffset (~min key) and kMaxKeyOffset (max key).
+template <typename E, int G>
+__global__ void __launch_bounds__(kThreads)
+    minMaxKernel(const typename E::Bits* src, size_t chunkElems, uint8_t* dst, size_t stride) {
+  using Bits = typename E::Bits;
+  const Bits* x = src + blockIdx.y * chunkElems;
+  const size_t packs = chunkElems / G;
+  unsigned notMinKey = 0;  // ~min key, so both folds are a max
+  unsigned maxKey = 0;
+  for (size_t p = blockIdx.x * size_t{kThreads} + threadIdx.x; p < packs;
+       p += size_t{gridDim.x} * kThreads) {
+    const Pack<Bits, G> v = loadPack<G>(x + p * G);
+#pragma unroll
+    for (int e = 0; e < G; ++e) {
+      const unsigned k = minmax::orderKey<Bits>(v.v[e]);
+      notMinKey = max(notMinKey, ~k);
+      maxKey = max(maxKey, k);
+    }
+  }
+  __shared__ unsigned partial[2][kThreads / 32];
+  notMinKey = warpMax(notMinKey);
+  maxKey = warpMax(maxKey);
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    partial[0][warp] = notMinKey;
+    partial[1][warp] = maxKey;
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  notMinKey = threadIdx.x < kThreads / 32 ? partial[0][threadIdx.x] : 0;
+  maxKey = threadIdx.x < kThreads / 32 ? partial[1][threadIdx.x] : 0;
+  notMinKey = warpMax(notMinKey);
+  maxKey = warpMax(maxKey);
+  if (threadIdx.x == 0) {
+    uint8_t* header = dst + blockIdx.y * stride;
+    atomicMax(keyWord(header, minmax::kMinKeyOffset), notMinKey);
+    atomicMax(keyWord(header, minmax::kMaxKeyOffset), maxKey);
+  }
+}
+
+// Quantize: grid (blocks per chunk, chunks). Block 0 of a chunk writes its
+// min/max, the zeros up to the keys, and the padding after the codes.
+template <typename E, int G>
+__global__ void __launch_bounds__(kThreads)
+    quantizeKernel(const typename E::Bits* src, size_t chunkElems, uint8_t* dst, size_t stride) {
+  using Bits = typename E::Bits;
+  const Bits* x = src + blockIdx.y * chunkElems;
+  uint8_t* header = dst + blockIdx.y * stride;
+  uint8_t* codes = header + minmax::kHeaderBytes;
+  const Bits minBits = minmax::keyToBits<Bits>(~*keyWord(header, minmax::kMinKeyOffset));
+  const Bits maxBits = minmax::keyToBits<Bits>(*keyWord(header, minmax::kMaxKeyOffset));
+  const float mn = E::toFloat(minBits);
+  const float mx = E::toFloat(maxBits);
+  const bool finite = minmax::classify(mn, mx) != ChunkKind::kNonFinite;
+
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < minmax::kMinKeyOffset) {
+      const size_t b = threadIdx.x;
+      const Bits word = b < sizeof(Bits) ? minBits : maxBits;
+      uint8_t byte = 0;
+      if (b < 2 * sizeof(Bits)) {
+        // Little-endian bytes of min then max (NaN for a non-finite chunk).
+        const Bits value = finite ? word : E::kNan;
+        byte = static_cast<uint8_t>(value >> (8 * (b % sizeof(Bits))));
+      }
+      header[b] = byte;
+    }
+    const size_t padding = stride - minmax::kHeaderBytes - chunkElems;
+    if (threadIdx.x < padding) codes[chunkElems + threadIdx.x] = 0;
+  }
+
+  const minmax::Grid grid = minmax::makeGrid(mn, mx);
+  const size_t packs = chunkElems / G;
+  for (size_t p = blockIdx.x * size_t{kThreads} + threadIdx.x; p < packs;
+       p += size_t{gridDim.x} * kThreads) {
+    const Pack<Bits, G> v = loadPack<G>(x + p * G);
+    Pack<uint8_t, G> q;
+#pragma unroll
+    for (int e = 0; e < G; ++e) q.v[e] = finite ? minmax::encode(E::toFloat(v.v[e]), grid) : 0;
+    storePack<G>(codes + p * G, q);
+  }
+}
+
+template <typename E, int G>
+__global__ void __launch_bounds__(kThreads)
+    decompressKernel(const uint8_t* src, size_t stride, size_t chunkElems, typename E::Bits* dst) {
+  using Bits = typename E::Bits;
+  const uint8_t* header = src + blockIdx.y * stride;
+  const GpuChunkDecoder<E> decoder(header);
+  const uint8_t* codes = header + minmax::kHeaderBytes;
+  Bits* y = dst + blockIdx.y * chunkElems;
+  const size_t packs = chunkElems / G;
+  for (size_t p = blockIdx.x * size_t{kThreads} + threadIdx.x; p < packs;
+       p += size_t{gridDim.x} * kThreads) {
+    const Pack<uint8_t, G> q = loadPack<G>(codes + p * G);
+    Pack<Bits, G> v;
+#pragma unroll
+    for (int e = 0; e < G; ++e) v.v[e] = decoder.decode(q.v[e]);
+    storePack<G>(y + p * G, v);
+  }
+}
+
+// One pass over the target chunk: for every pack, decode it from each of the
+// nChunks compressed chunks (headers come from L1) and sum in Bagua's order.
+template <typename E, int G>
+__global__ void __launch_bounds__(kThreads)
+    decompressReduceKernel(const uint8_t* src, size_t stride, size_t chunkElems, int nChunks,
+                           bool average, typename E::Bits* out) {
+  using Bits = typename E::Bits;
+  const size_t packs = chunkElems / G;
+  for (size_t p = blockIdx.x * size_t{kThreads} + threadIdx.x; p < packs;
+       p += size_t{gridDim.x} * kThreads) {
+    float sum[G];
+    minmax::baguaChunkSum<G>(
+        nChunks,
+        [&](int c, float(&v)[G]) {
+          const uint8_t* header = src + c * stride;
+          const GpuChunkDecoder<E> decoder(header);
+          const Pack<uint8_t, G> q = loadPack<G>(header + minmax::kHeaderBytes + p * G);
+#pragma unroll
+          for (int e = 0; e < G; ++e) v[e] += E::toFloat(decoder.decode(q.v[e]));
+        },
+        sum);
+    Pack<Bits, G> r;
+#pragma unroll
+    for (int e = 0; e < G; ++e)
+      r.v[e] = E::fromFloat(minmax::finishReduce(sum[e], nChunks, average));
+    storePack<G>(out + p * G, r);
+  }
+}
+
+template <typename E>
+cudaError_t launchCompress(const void* src, size_t chunkElems, int nChunks, int target,
+                           uint8_t* dst, cudaStream_t stream) {
+  using Bits = typename E::Bits;
+  const size_t stride = compressedChunkBytes(chunkElems);
+  const Bits* x = static_cast<const Bits*>(src);
+  int chunks = nChunks;
+  if (target >= 0) {
+    x += static_cast<size_t>(target) * chunkElems;
+    chunks = 1;
+  }
+  if (chunkElems == 0) return cudaMemsetAsync(dst, 0, stride * chunks, stream);
+  int resident = 0;
+  cudaError_t err = residentBlocks(&resident);
+  if (err != cudaSuccess) return err;
+  constexpr int kG = kVec<E>;
+  const bool vec = aligned16(x) && aligned16(dst) && (chunkElems * sizeof(Bits)) % 16 == 0;
+  const size_t packs = vec ? chunkElems / kG : chunkElems;
+  const dim3 grid(blocksFor(packs, (resident + chunks - 1) / chunks), chunks);
+
+  zeroKeysKernel<<<(chunks + kThreads - 1) / kThreads, kThreads, 0, stream>>>(dst, stride, chunks);
+  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+  if (vec) {
+    minMaxKernel<E, kG><<<grid, kThreads, 0, stream>>>(x, chunkElems, dst, stride);
+    BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+    quantizeKernel<E, kG><<<grid, kThreads, 0, stream>>>(x, chunkElems, dst, stride);
+  } else {
+    minMaxKernel<E, 1><<<grid, kThreads, 0, stream>>>(x, chunkElems, dst, stride);
+    BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+    quantizeKernel<E, 1><<<grid, kThreads, 0, stream>>>(x, chunkElems, dst, stride);
+  }
+  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+  return cudaSuccess;
+}
+
+template <typename E>
+cudaError_t launchDecompress(const uint8_t* src, size_t chunkElems, int nChunks, void* dst,
+                             cudaStream_t stream) {
+  using Bits = typename E::Bits;
+  if (chunkElems == 0) return cudaSuccess;
+  const size_t stride = compressedChunkBytes(chunkElems);
+  int resident = 0;
+  cudaError_t err = residentBlocks(&resident);
+  if (err != cudaSuccess) return err;
+  constexpr int kG = kVec<E>;
+  Bits* y = static_cast<Bits*>(dst);
+  const bool vec = aligned16(src) && aligned16(dst) && (chunkElems * sizeof(Bits)) % 16 == 0;
+  const size_t packs = vec ? chunkElems / kG : chunkElems;
+  const dim3 grid(blocksFor(packs, (resident + nChunks - 1) / nChunks), nChunks);
+  if (vec) {
+    decompressKernel<E, kG><<<grid, kThreads, 0, stream>>>(src, stride, chunkElems, y);
+  } else {
+    decompressKernel<E, 1><<<grid, kThreads, 0, stream>>>(src, stride, chunkElems, y);
+  }
+  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+  return cudaSuccess;
+}
+
+template <typename E>
+cudaError_t launchDecompressReduce(const uint8_t* src, size_t chunkElems, int nChunks, int target,
+                                   bool average, void* data, cudaStream_t stream) {
+  using Bits = typename E::Bits;
+  if (chunkElems == 0) return cudaSuccess;
+  const size_t stride = compressedChunkBytes(chunkElems);
+  int resident = 0;
+  cudaError_t err = residentBlocks(&resident);
+  if (err != cudaSuccess) return err;
+  constexpr int kG = kVec<E>;
+  Bits* out = static_cast<Bits*>(data) + static_cast<size_t>(target) * chunkElems;
+  const bool vec = aligned16(src) && aligned16(out) && (chunkElems * sizeof(Bits)) % 16 == 0;
+  const size_t packs = vec ? chunkElems / kG : chunkElems;
+  const unsigned blocks = blocksFor(packs, resident);
+  if (vec) {
+    decompressReduceKernel<E, kG>
+        <<<blocks, kThreads, 0, stream>>>(src, stride, chunkElems, nChunks, average, out);
+  } else {
+    decompressReduceKernel<E, 1>
+        <<<blocks, kThreads, 0, stream>>>(src, stride, chunkElems, nChunks, average, out);
+  }
+  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t compress(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
+                     uint8_t* dst, cudaStream_t stream) {
+  checkChunkArgs("compress", dtype, chunkElems, nChunks, target, false);
+  checkAligned("compress", "src", src, dtypeSize(dtype));
+  checkAligned("compress", "dst", dst, 4);  // atomics on the header keys
+  return dispatchGpu(dtype, [&](auto e) {
+    return launchCompress<decltype(e)>(src, chunkElems, nChunks, target, dst, stream);
+  });
+}
+
+cudaError_t decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks, void* dst,
+                       cudaStream_t stream) {
+  checkChunkArgs("decompress", dtype, chunkElems, nChunks, -1, false);
+  checkAligned("decompress", "src", src, 4);
+  checkAligned("decompress", "dst", dst, dtypeSize(dtype));
+  return dispatchGpu(dtype, [&](auto e) {
+    return launchDecompress<decltype(e)>(src, chunkElems, nChunks, dst, stream);
+  });
+}
+
+cudaError_t decompressReduce(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
+                             int target, bool average, void* data, cudaStream_t stream) {
+  checkChunkArgs("decompressReduce", dtype, chunkElems, nChunks, target, true);
+  checkAligned("decompressReduce", "src", src, 4);
+  checkAligned("decompressReduce", "data", data, dtypeSize(dtype));
+  return dispatchGpu(dtype, [&](auto e) {
+    return launchDecompressReduce<decltype(e)>(src, chunkElems, nChunks, target, average, data,
+                                               stream);
+  });
+}
+
+}  // namespace bagua::kernels

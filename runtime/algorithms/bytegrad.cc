@@ -1,0 +1,64 @@
+// ByteGrad: compressed scatter-reduce then compressed allgather.
+#include "runtime/algorithms/bytegrad.h"
+
+#include "kernels/minmax_uint8.h"
+#include "runtime/common/error.h"
+
+namespace bagua {
+
+void ByteGrad::setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) {
+  size_t n = static_cast<size_t>(comm.size());
+  scratch_.clear();
+  for (const BucketLayout& b : buckets) {
+    BAGUA_ENFORCE(b.paddedNumel % n == 0, "bytegrad: bucket of " + std::to_string(b.paddedNumel) +
+                                              " elements is not a multiple of the world size " +
+                                              std::to_string(n));
+    size_t stride = kernels::compressedChunkBytes(b.paddedNumel / n);
+    Scratch s;
+    s.send = ops.allocate(stride * n);
+    s.recv = ops.allocate(stride * n);
+    s.own = ops.allocate(stride);
+    s.gathered = ops.allocate(stride * n);
+    if (options_.errorFeedback) {
+      s.residual = ops.allocate(b.bytes());
+      s.decoded = ops.allocate(b.bytes());
+    }
+    scratch_.push_back(std::move(s));
+  }
+}
+
+std::shared_ptr<Work> ByteGrad::communicate(BucketContext& bucket) {
+  BAGUA_ENFORCE(bucket.index < scratch_.size(), "bytegrad: communicate() before setup()");
+  Scratch& s = scratch_[bucket.index];
+  Communicator& comm = *bucket.comm;
+  DeviceOps& ops = *bucket.ops;
+  const DType dtype = bucket.layout->dtype;
+  const int n = comm.size();
+  const size_t numel = bucket.layout->paddedNumel;
+  const size_t chunk = numel / static_cast<size_t>(n);
+  const size_t stride = kernels::compressedChunkBytes(chunk);
+  auto* send = static_cast<uint8_t*>(s.send->data());
+  auto* recv = static_cast<uint8_t*>(s.recv->data());
+  auto* own = static_cast<uint8_t*>(s.own->data());
+  auto* gathered = static_cast<uint8_t*>(s.gathered->data());
+
+  if (options_.errorFeedback) {
+    ops.addScaled(dtype, bucket.data, bucket.data, s.residual->data(), numel, 1.0f);
+  }
+  ops.compress(dtype, bucket.data, chunk, n, -1, send);
+  if (options_.errorFeedback) {
+    // residual = what this rank meant to send minus what the codes say.
+    ops.decompress(dtype, send, chunk, n, s.decoded->data());
+    ops.addScaled(dtype, s.residual->data(), bucket.data, s.decoded->data(), numel, -1.0f);
+  }
+  comm.alltoall(send, recv, stride);
+  ops.decompress(dtype, recv, chunk, n, bucket.data);
+  ops.reduceChunks(dtype, bucket.data, chunk, n, comm.rank(), options_.average);
+  ops.compress(dtype, bucket.data, chunk, n, comm.rank(), own);
+  comm.allgather(own, gathered, stride);
+  ops.decompress(dtype, gathered, chunk, n, bucket.data);
+  return ops.fence("bytegrad of bucket " + std::to_string(bucket.index) + " (" +
+                   std::to_string(numel) + " " + dtypeName(dtype) + ")");
+}
+
+}  // namespace bagua

@@ -1,0 +1,48 @@
+// The collective interface every algorithm talks to. Two implementations:
+// GlooCommunicator (CPU buffers, Gloo's TCP transport) and NcclCommunicator
+// (CUDA buffers, on its own stream). Operations are enqueued and run in
+// enqueue order; each returns a Work. Reductions take an element count and
+// type; pure data movement takes byte counts. Buffers must stay valid until
+// the operation's Work is done.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "runtime/comm/types.h"
+#include "runtime/comm/work.h"
+
+namespace bagua {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  // This process's rank in the communicator.
+  virtual int rank() const = 0;
+  // Number of ranks.
+  virtual int size() const = 0;
+  // Where the buffers of this communicator live.
+  virtual Device device() const = 0;
+
+  // In place: every rank ends with the reduction of all ranks' `data`.
+  virtual std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) = 0;
+  // `in` holds size() chunks of `countPerRank` elements; chunk r of the
+  // reduction lands in rank r's `out`.
+  virtual std::shared_ptr<Work> reduceScatter(const void* in, void* out, size_t countPerRank,
+                                              DType dtype, ReduceOp op) = 0;
+  // `out` receives size() blocks of `bytesPerRank`, block r from rank r.
+  virtual std::shared_ptr<Work> allgather(const void* in, void* out, size_t bytesPerRank) = 0;
+  // Block j of `in` goes to rank j; block j of `out` comes from rank j.
+  virtual std::shared_ptr<Work> alltoall(const void* in, void* out, size_t bytesPerRank) = 0;
+  // Rank `root`'s `data` is copied to every rank.
+  virtual std::shared_ptr<Work> broadcast(void* data, size_t bytes, int root) = 0;
+  // Point to point; matched in order per peer.
+  virtual std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) = 0;
+  virtual std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) = 0;
+  // Completes once every rank has entered it.
+  virtual std::shared_ptr<Work> barrier() = 0;
+};
+
+}  // namespace bagua

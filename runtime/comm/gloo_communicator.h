@@ -1,0 +1,81 @@
+// Communicator over Gloo (Debian's libgloo, TCP transport) for CPU buffers.
+//
+// Operations run on one worker thread, in enqueue order, so the caller never
+// blocks on the network; enqueue() runs CPU compute in the same order
+// (ByteGrad's quantize steps between its collectives). Gloo reports a dead
+// peer or a timeout by throwing; the failing operation's Work carries it as a
+// CommError (TimeoutError for timeouts), and every later operation fails too.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/communicator.h"
+#include "runtime/store/store.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace bagua {
+
+class GlooCommunicator final : public Communicator {
+ public:
+  struct Options {
+    // Network interface to use (GLOO_SOCKET_IFNAME when empty; then the
+    // address of this host's name).
+    std::string iface;
+    // Per-operation timeout; a peer that never answers fails the op.
+    std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+    // Key prefix in the store, so several communicators can share one.
+    std::string prefix = "gloo";
+  };
+
+  // Connects rank `rank` of `size` through `store`; every rank must call it.
+  GlooCommunicator(Store& store, int rank, int size, Options options);
+  ~GlooCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Device device() const override { return Device::kCpu; }
+
+  std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
+  std::shared_ptr<Work> reduceScatter(const void* in, void* out, size_t countPerRank, DType dtype,
+                                      ReduceOp op) override;
+  std::shared_ptr<Work> allgather(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> alltoall(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> broadcast(void* data, size_t bytes, int root) override;
+  std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) override;
+  std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) override;
+  std::shared_ptr<Work> barrier() override;
+
+  // Runs `fn` on the worker thread, ordered with the collectives.
+  std::shared_ptr<Work> enqueue(std::string what, std::function<void()> fn);
+
+ private:
+  void run();
+  void checkPeer(int peer, const char* op) const;
+
+  int rank_;
+  int size_;
+  Options options_;
+  std::shared_ptr<gloo::Context> context_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::exception_ptr firstError_;  // worker thread only
+  std::vector<uint64_t> sendSeq_;  // per peer, enqueue-time counters
+  std::vector<uint64_t> recvSeq_;
+  std::thread worker_;
+};
+
+}  // namespace bagua

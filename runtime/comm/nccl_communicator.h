@@ -1,0 +1,77 @@
+// Communicator over NCCL for CUDA buffers, on its own high-priority stream.
+//
+// Rank 0 creates the NCCL unique id and publishes it in the store; every
+// rank joins with ncclCommInitRank on its device. Operations are enqueued on
+// the communicator's stream and return an event-backed Work, so the host
+// never blocks per operation. A Work that does not complete within the
+// timeout aborts the communicator (ncclCommAbort) and fails with a
+// TimeoutError naming the operation; NCCL's asynchronous errors (a dead
+// peer) surface the same way as CommError.
+//
+// ncclAvg is not used on a one-rank communicator (NCCL 2.27.5-2.29.6 give
+// wrong one-rank averages, NVIDIA/nccl#1950): there it is a sum, which for
+// one rank is the average.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "runtime/comm/communicator.h"
+#include "runtime/store/store.h"
+
+namespace bagua {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  struct Options {
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+    std::string prefix = "nccl";  // store key prefix for the unique id
+  };
+
+  // Joins rank `rank` of `size` on CUDA device `device`; every rank calls it.
+  NcclCommunicator(Store& store, int rank, int size, int device, Options options);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Device device() const override { return Device::kCuda; }
+  int cudaDevice() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+
+  std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
+  std::shared_ptr<Work> reduceScatter(const void* in, void* out, size_t countPerRank, DType dtype,
+                                      ReduceOp op) override;
+  std::shared_ptr<Work> allgather(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> alltoall(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> broadcast(void* data, size_t bytes, int root) override;
+  std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) override;
+  std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) override;
+  std::shared_ptr<Work> barrier() override;
+
+  // Makes the communicator's stream wait for `event` (recorded by the
+  // caller's compute stream when its tensors are ready). Never blocks.
+  void waitEvent(cudaEvent_t event);
+  // A Work that finishes once everything enqueued so far has.
+  std::shared_ptr<Work> fence(std::string what);
+  // Aborts the communicator (after a timeout); later operations fail.
+  void abort(const std::string& why);
+
+ private:
+  std::shared_ptr<Work> record(std::string what);
+  void checkUsable(const char* op) const;
+
+  int rank_;
+  int size_;
+  int device_;
+  Options options_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* scratch_ = nullptr;  // one float for barrier()
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace bagua

@@ -1,0 +1,65 @@
+// CudaOps.
+#include "runtime/ops/cuda_ops.h"
+
+#include "kernels/minmax_uint8_cuda.h"
+#include "runtime/cuda/cuda_check.h"
+
+namespace bagua {
+namespace {
+
+class CudaBuffer final : public DeviceBuffer {
+ public:
+  CudaBuffer(size_t bytes, cudaStream_t stream) : bytes_(bytes) {
+    if (bytes_ == 0) return;
+    BAGUA_CUDA_CHECK(cudaMalloc(&data_, bytes_));
+    BAGUA_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
+  }
+  ~CudaBuffer() override {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  void* data() override { return data_; }
+  size_t bytes() const override { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceBuffer> CudaOps::allocate(size_t bytes) {
+  return std::make_unique<CudaBuffer>(bytes, comm_.stream());
+}
+
+void CudaOps::copy(void* dst, const void* src, size_t bytes) {
+  if (dst == src || bytes == 0) return;
+  BAGUA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_.stream()));
+}
+
+void CudaOps::zero(void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  BAGUA_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, comm_.stream()));
+}
+
+void CudaOps::compress(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
+                       uint8_t* dst) {
+  BAGUA_CUDA_CHECK(kernels::compress(dtype, src, chunkElems, nChunks, target, dst, comm_.stream()));
+}
+
+void CudaOps::decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
+                         void* dst) {
+  BAGUA_CUDA_CHECK(kernels::decompress(dtype, src, chunkElems, nChunks, dst, comm_.stream()));
+}
+
+void CudaOps::reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
+                           bool average) {
+  BAGUA_CUDA_CHECK(
+      kernels::reduceChunks(dtype, data, chunkElems, nChunks, target, average, comm_.stream()));
+}
+
+void CudaOps::addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,
+                        float alpha) {
+  BAGUA_CUDA_CHECK(kernels::addScaled(dtype, out, a, b, n, alpha, comm_.stream()));
+}
+
+}  // namespace bagua

@@ -1,0 +1,87 @@
+// The Reducer drives one algorithm over the registered tensors of a step:
+// it plans buckets (checking every rank registered the same tensors), copies
+// a bucket's tensors into its flat buffer once all of them are ready, and
+// launches buckets strictly in order (bucket k only after buckets 0..k-1),
+// so every rank issues the same collectives in the same order. Launching
+// only enqueues; wait() is where the host blocks, once per step. A watchdog
+// turns a bucket that does not finish within the timeout into an error that
+// names what was pending.
+//
+// Zero copy: bucketData(b) is the bucket's flat buffer; a caller may place
+// its tensors there (gradient_as_bucket_view) and the copies are skipped for
+// tensors whose data pointer already is their slot.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/algorithms/algorithm.h"
+#include "runtime/bucket/bucket_plan.h"
+#include "runtime/store/store.h"
+
+namespace bagua {
+
+class Reducer {
+ public:
+  struct Options {
+    size_t bucketBytes = 10u << 20;  // Bagua's default bucket size
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+    std::string storePrefix = "bagua/reducer";
+  };
+
+  // Plans buckets for `tensors` and sets the algorithm up. Every rank must
+  // call it with the same tensors (same count, sizes and dtypes, in the same
+  // order); otherwise InvalidArgument names the first difference.
+  Reducer(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> ops,
+          std::shared_ptr<Algorithm> algorithm, std::vector<TensorSpec> tensors, Store& store,
+          Options options);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Tensor `index` holds its final value for this step. Launches every
+  // bucket that is now complete, in order. Marking a tensor twice in one
+  // step is an error.
+  void markReady(size_t index);
+  // Marks every tensor not yet marked (after backward: unused parameters).
+  void markAllReady();
+  // Blocks until every bucket of the step finished (marking the rest ready
+  // first), then starts a new step. Rethrows the first error; TimeoutError
+  // names the buckets still pending.
+  void wait();
+
+  const std::vector<BucketLayout>& buckets() const { return buckets_; }
+  void* bucketData(size_t bucket) { return storage_.at(bucket)->data(); }
+
+ private:
+  void launchReadyBuckets();   // under mutex_
+  void launch(size_t bucket);  // under mutex_
+  void watchdog();
+
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<DeviceOps> ops_;
+  std::shared_ptr<Algorithm> algorithm_;
+  std::vector<TensorSpec> tensors_;
+  Options options_;
+  std::vector<BucketLayout> buckets_;
+  std::vector<std::unique_ptr<DeviceBuffer>> storage_;
+  std::vector<size_t> bucketOf_;  // tensor -> bucket
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<bool> ready_;                  // per tensor, this step
+  std::vector<size_t> readyCount_;           // per bucket
+  size_t nextLaunch_ = 0;                    // buckets [0, nextLaunch_) are launched
+  std::vector<std::shared_ptr<Work>> work_;  // per launched bucket
+  std::vector<std::chrono::steady_clock::time_point> launchedAt_;
+  std::string watchdogError_;
+  bool stopping_ = false;
+  std::thread watchdog_;
+};
+
+}  // namespace bagua

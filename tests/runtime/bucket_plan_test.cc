@@ -1,0 +1,61 @@
+// Bucket planning rules: registration order, one dtype per bucket, close at
+// the size cap (never split a tensor), padding to the alignment.
+#include <gtest/gtest.h>
+
+#include "runtime/bucket/bucket_plan.h"
+#include "runtime/common/error.h"
+
+namespace bagua {
+namespace {
+
+TensorSpec spec(size_t numel, DType dtype = DType::kFloat32) {
+  static float dummy;
+  return TensorSpec{"t", &dummy, numel, dtype, Device::kCpu};
+}
+
+TEST(BucketPlan, ClosesAtTheCapWithoutSplittingTensors) {
+  // 4-byte elements, 400-byte cap: 60 (240 B) + 60 -> 480 B, closed; 10 + 90
+  // -> exactly 400 B, closed; 200 alone.
+  auto buckets = planBuckets({spec(60), spec(60), spec(10), spec(90), spec(200)}, 400, 1);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0].slots.size(), 2u);
+  EXPECT_EQ(buckets[0].numel, 120u);
+  EXPECT_EQ(buckets[1].slots.size(), 2u);
+  EXPECT_EQ(buckets[1].slots[0].tensor, 2u);
+  EXPECT_EQ(buckets[1].slots[1].offset, 10u);
+  EXPECT_EQ(buckets[1].numel, 100u);
+  EXPECT_EQ(buckets[2].slots[0].tensor, 4u);
+}
+
+TEST(BucketPlan, OneDtypePerBucketInRegistrationOrder) {
+  auto buckets = planBuckets({spec(4), spec(4, DType::kFloat16), spec(4, DType::kFloat16), spec(4)},
+                             1 << 20, 1);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0].dtype, DType::kFloat32);
+  EXPECT_EQ(buckets[1].dtype, DType::kFloat16);
+  EXPECT_EQ(buckets[1].slots.size(), 2u);
+  EXPECT_EQ(buckets[1].bytes(), 16u);
+  EXPECT_EQ(buckets[2].dtype, DType::kFloat32);
+}
+
+TEST(BucketPlan, PadsToTheAlignmentAndKeepsEmptyTensors) {
+  auto buckets = planBuckets({spec(0), spec(7), spec(0)}, 1 << 20, 4);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].slots.size(), 3u);
+  EXPECT_EQ(buckets[0].numel, 7u);
+  EXPECT_EQ(buckets[0].paddedNumel, 8u);
+  auto empty = planBuckets({spec(0)}, 1 << 20, 3);
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_EQ(empty[0].paddedNumel, 3u) << "an empty bucket still takes part in the collective";
+}
+
+TEST(BucketPlan, RejectsBadArguments) {
+  EXPECT_THROW(planBuckets({spec(1)}, 0, 1), InvalidArgument);
+  EXPECT_THROW(planBuckets({spec(1)}, 16, 0), InvalidArgument);
+  TensorSpec gpu = spec(1);
+  gpu.device = Device::kCuda;
+  EXPECT_THROW(planBuckets({spec(1), gpu}, 16, 1), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace bagua

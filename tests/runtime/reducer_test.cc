@@ -1,0 +1,293 @@
+// Reducer + algorithms over Gloo across forked ranks: gradient allreduce
+// exact against a reference; ByteGrad equal to the CPU reference of the same
+// quantization and bit-identical on every rank; many buckets, sizes not
+// divisible by the world size, tiny and empty tensors, out-of-order ready
+// marks; bad input (mismatched registration, double marks) and a dead rank
+// give clear errors within a bound.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/minmax_uint8.h"
+#include "runtime/algorithms/bytegrad.h"
+#include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/comm/gloo_communicator.h"
+#include "runtime/common/error.h"
+#include "runtime/ops/cpu_ops.h"
+#include "runtime/reducer/reducer.h"
+#include "tests/runtime/rank_harness.h"
+
+namespace bagua::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+void check(bool cond, const std::string& what) {
+  if (!cond) throw std::runtime_error(what);
+}
+
+// Sizes that exercise: empty, tiny, odd, several buckets at a 4 KiB cap.
+const std::vector<size_t> kSizes = {0, 1, 3, 1000, 1023, 17, 4096, 5, 2000, 1};
+
+// Rank r's gradient for tensor t: deterministic, different per rank.
+std::vector<float> gradient(int rank, size_t tensor, size_t n) {
+  std::mt19937 gen(static_cast<uint32_t>(1000 * rank + tensor));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> g(n);
+  for (float& x : g) x = dist(gen);
+  return g;
+}
+
+struct RankSetup {
+  std::shared_ptr<GlooCommunicator> comm;
+  std::shared_ptr<CpuOps> ops;
+  std::vector<std::vector<float>> grads;
+  std::vector<TensorSpec> specs;
+};
+
+RankSetup makeSetup(int rank, int size, Store& store, const std::string& prefix = "gloo") {
+  RankSetup s;
+  GlooCommunicator::Options o;
+  o.iface = "lo";
+  o.timeout = 20s;
+  o.prefix = prefix;
+  s.comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
+  s.ops = std::make_shared<CpuOps>(*s.comm);
+  for (size_t t = 0; t < kSizes.size(); ++t) {
+    s.grads.push_back(gradient(rank, t, kSizes[t]));
+    s.specs.push_back(TensorSpec{"t" + std::to_string(t), s.grads.back().data(), kSizes[t],
+                                 DType::kFloat32, Device::kCpu});
+  }
+  return s;
+}
+
+Reducer::Options smallBuckets() {
+  Reducer::Options o;
+  o.bucketBytes = 4096;
+  o.timeout = 20s;
+  return o;
+}
+
+// Marks tensors in a scrambled order; the Reducer must still launch buckets in order.
+void markScrambled(Reducer& reducer, size_t count) {
+  for (size_t i = 0; i < count; ++i) reducer.markReady((i * 7 + 3) % count);
+}
+
+class ReducerRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReducerRanks, GradientAllreduceAveragesExactlyOverSteps) {
+  auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store);
+    Reducer reducer(s.comm, s.ops, std::make_shared<GradientAllreduce>(), s.specs, store,
+                    smallBuckets());
+    check(reducer.buckets().size() > 2, "expected several buckets");
+    for (int step = 0; step < 3; ++step) {
+      // Write in place: the Reducer holds the registered data pointers.
+      for (size_t t = 0; t < kSizes.size(); ++t) {
+        std::vector<float> g = gradient(rank + step, t, kSizes[t]);
+        std::copy(g.begin(), g.end(), s.grads[t].begin());
+      }
+      markScrambled(reducer, kSizes.size());
+      reducer.wait();
+      for (size_t t = 0; t < kSizes.size(); ++t) {
+        std::vector<double> sums(kSizes[t], 0.0);
+        for (int r = 0; r < size; ++r) {
+          std::vector<float> g = gradient(r + step, t, kSizes[t]);
+          for (size_t i = 0; i < g.size(); ++i) sums[i] += g[i];
+        }
+        for (size_t i = 0; i < kSizes[t]; ++i) {
+          float want = static_cast<float>(sums[i] / size);
+          check(std::fabs(s.grads[t][i] - want) <= 1e-6f * (1 + std::fabs(want)),
+                "tensor " + std::to_string(t) + " element " + std::to_string(i));
+        }
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// What ByteGrad must produce for one bucket, computed from every rank's input.
+std::vector<float> bytegradReference(const std::vector<std::vector<float>>& inputs, int size) {
+  size_t numel = inputs[0].size();
+  size_t chunk = numel / static_cast<size_t>(size);
+  size_t stride = kernels::compressedChunkBytes(chunk);
+  std::vector<std::vector<uint8_t>> sent(static_cast<size_t>(size),
+                                         std::vector<uint8_t>(stride * size));
+  for (int r = 0; r < size; ++r) {
+    kernels::compressCpu(DType::kFloat32, inputs[r].data(), chunk, size, -1, sent[r].data());
+  }
+  std::vector<float> out(numel);
+  for (int c = 0; c < size; ++c) {  // the chunk rank c reduces
+    std::vector<float> slots(numel);
+    for (int j = 0; j < size; ++j) {
+      kernels::decompressCpu(DType::kFloat32, sent[j].data() + stride * c, chunk, 1,
+                             slots.data() + chunk * j);
+    }
+    kernels::reduceChunksCpu(DType::kFloat32, slots.data(), chunk, size, c, true);
+    std::vector<uint8_t> own(stride);
+    kernels::compressCpu(DType::kFloat32, slots.data(), chunk, size, c, own.data());
+    kernels::decompressCpu(DType::kFloat32, own.data(), chunk, 1, out.data() + chunk * c);
+  }
+  return out;
+}
+
+TEST_P(ReducerRanks, ByteGradMatchesTheReferenceBitForBitOnEveryRank) {
+  auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store);
+    auto algorithm = std::make_shared<ByteGrad>();
+    Reducer reducer(s.comm, s.ops, algorithm, s.specs, store, smallBuckets());
+    markScrambled(reducer, kSizes.size());
+    reducer.wait();
+    for (const BucketLayout& b : reducer.buckets()) {
+      check(b.paddedNumel % static_cast<size_t>(size) == 0, "bucket not aligned to world size");
+      std::vector<std::vector<float>> inputs;
+      for (int r = 0; r < size; ++r) {
+        std::vector<float> flat(b.paddedNumel, 0.0f);
+        for (const BucketSlot& slot : b.slots) {
+          std::vector<float> g = gradient(r, slot.tensor, kSizes[slot.tensor]);
+          std::copy(g.begin(), g.end(), flat.begin() + static_cast<std::ptrdiff_t>(slot.offset));
+        }
+        inputs.push_back(flat);
+      }
+      std::vector<float> want = bytegradReference(inputs, size);
+      for (const BucketSlot& slot : b.slots) {
+        const std::vector<float>& got = s.grads[slot.tensor];
+        check(std::memcmp(got.data(), want.data() + slot.offset, got.size() * sizeof(float)) == 0,
+              "tensor " + std::to_string(slot.tensor) + " differs from the reference");
+      }
+    }
+    // Bit-identical across ranks: compare a digest through the store.
+    uint64_t digest = 1469598103934665603ull;
+    for (const auto& g : s.grads) {
+      const auto* p = reinterpret_cast<const uint8_t*>(g.data());
+      for (size_t i = 0; i < g.size() * sizeof(float); ++i)
+        digest = (digest ^ p[i]) * 1099511628211ull;
+    }
+    std::vector<uint8_t> bytes(8);
+    std::memcpy(bytes.data(), &digest, 8);
+    store.set("digest/" + std::to_string(rank), bytes);
+    for (int r = 0; r < size; ++r) {
+      check(store.get("digest/" + std::to_string(r), 20s) == bytes, "rank results differ");
+    }
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST_P(ReducerRanks, ByteGradErrorFeedbackCarriesTheQuantizationError) {
+  // With error feedback, the sum over steps of what was applied tracks the
+  // sum of true averages much better than without it.
+  auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
+    double driftPlain = 0;
+    double driftFeedback = 0;
+    for (bool feedback : {false, true}) {
+      RankSetup s = makeSetup(rank, size, store, feedback ? "gloo-ef" : "gloo-plain");
+      ByteGrad::Options o;
+      o.errorFeedback = feedback;
+      Reducer::Options ro = smallBuckets();
+      ro.storePrefix = feedback ? "ef" : "plain";
+      Reducer reducer(s.comm, s.ops, std::make_shared<ByteGrad>(o), s.specs, store, ro);
+      size_t t = 6;  // the 4096-element tensor
+      std::vector<double> applied(kSizes[t], 0), truth(kSizes[t], 0), mean(kSizes[t], 0);
+      for (int r = 0; r < size; ++r) {
+        std::vector<float> g = gradient(r, t, kSizes[t]);
+        for (size_t i = 0; i < g.size(); ++i) mean[i] += static_cast<double>(g[i]) / size;
+      }
+      for (int step = 0; step < 20; ++step) {
+        for (size_t k = 0; k < kSizes.size(); ++k) {
+          std::vector<float> g = gradient(rank, k, kSizes[k]);
+          std::copy(g.begin(), g.end(), s.grads[k].begin());
+        }
+        reducer.markAllReady();
+        reducer.wait();
+        for (size_t i = 0; i < kSizes[t]; ++i) {
+          applied[i] += s.grads[t][i];
+          truth[i] += mean[i];
+        }
+      }
+      double drift = 0;
+      for (size_t i = 0; i < kSizes[t]; ++i) drift += std::fabs(applied[i] - truth[i]);
+      (feedback ? driftFeedback : driftPlain) = drift;
+    }
+    check(driftFeedback < 0.5 * driftPlain, "error feedback drift " +
+                                                std::to_string(driftFeedback) + " vs plain " +
+                                                std::to_string(driftPlain));
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ReducerRanks, ::testing::Values(1, 2, 3, 4));
+
+TEST(ReducerErrors, MismatchedRegistrationIsNamed) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store);
+    if (rank == 1) s.specs[3].numel -= 1;  // rank 1 registers 999 elements
+    try {
+      Reducer reducer(s.comm, s.ops, std::make_shared<GradientAllreduce>(), s.specs, store,
+                      smallBuckets());
+    } catch (const InvalidArgument& e) {
+      std::string m = e.what();
+      check(m.find("tensor 3 (t3)") != std::string::npos && m.find("1000") != std::string::npos &&
+                m.find("999") != std::string::npos,
+            m);
+      return 0;
+    }
+    return 5;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(ReducerErrors, DoubleMarkAndUnknownTensorAreRejected) {
+  auto outcomes = runRanks(1, [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store);
+    Reducer reducer(s.comm, s.ops, std::make_shared<GradientAllreduce>(), s.specs, store,
+                    smallBuckets());
+    reducer.markReady(2);
+    int caught = 0;
+    try {
+      reducer.markReady(2);
+    } catch (const InvalidArgument&) {
+      ++caught;
+    }
+    try {
+      reducer.markReady(99);
+    } catch (const InvalidArgument&) {
+      ++caught;
+    }
+    reducer.wait();
+    return caught == 2 ? 0 : 5;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(ReducerErrors, ARankThatDiesFailsTheStepWithinTheTimeout) {
+  auto outcomes = runRanks(
+      3,
+      [](int rank, int size, Store& store) {
+        RankSetup s = makeSetup(rank, size, store);
+        Reducer::Options o = smallBuckets();
+        o.timeout = 5s;
+        Reducer reducer(s.comm, s.ops, std::make_shared<ByteGrad>(), s.specs, store, o);
+        reducer.markAllReady();
+        reducer.wait();
+        if (rank == 1) _exit(0);  // dies between steps
+        auto start = std::chrono::steady_clock::now();
+        try {
+          reducer.markAllReady();
+          reducer.wait();
+        } catch (const Error&) {
+          check(std::chrono::steady_clock::now() - start < 15s, "the error came too late");
+          return 0;
+        }
+        return 5;
+      },
+      60s);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+}  // namespace
+}  // namespace bagua::testing
