@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(Worlds, RendezvousProcess,
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
-TEST(RendezvousProcess2, MissingRanksAreNamedWithinTheTimeout) {
+TEST(RendezvousProcessTimeout, MissingRanksAreNamedWithinTheTimeout) {
   int port = store_testing::pickFreePort();
   auto start = Clock::now();
   // Ranks 0 and 1 of 4 start; 2 and 3 never do.
@@ -105,7 +105,7 @@ TEST(RendezvousProcess2, MissingRanksAreNamedWithinTheTimeout) {
   EXPECT_LT(secondsSince(start), 8.0);
 }
 
-TEST(RendezvousProcess2, MissingRankZeroIsNamedWithItsAddress) {
+TEST(RendezvousProcessTimeout, MissingRankZeroIsNamedWithItsAddress) {
   int port = store_testing::pickFreePort();
   auto start = Clock::now();
   auto results = runChildren(

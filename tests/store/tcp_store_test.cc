@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <ostream>
 #include <thread>
 
 #include "runtime/common/error.h"
@@ -119,6 +120,9 @@ struct Malformed {
   std::string name;
   std::vector<uint8_t> bytes;
 };
+
+// gtest prints the case by name instead of dumping the struct's bytes.
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
 
 class TcpStoreMalformed : public ::testing::TestWithParam<Malformed> {};
 
