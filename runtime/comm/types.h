@@ -1,6 +1,8 @@
 // Vocabulary of the communication layer: reductions and where buffers live.
 #pragma once
 
+#include <string>
+
 #include "kernels/dtype.h"
 
 namespace bagua {
@@ -22,5 +24,10 @@ inline const char* reduceOpName(ReduceOp op) {
   }
   return "unknown";
 }
+
+// Parses "float32"/"fp32"/"float", "float16"/"fp16"/"half",
+// "bfloat16"/"bf16" (what bindings pass); throws InvalidArgument naming the
+// value and the supported types otherwise (e.g. "int64", "float64").
+DType parseDType(const std::string& name);
 
 }  // namespace bagua

@@ -59,3 +59,25 @@ TEST(BucketPlan, RejectsBadArguments) {
 
 }  // namespace
 }  // namespace bagua
+
+namespace bagua {
+namespace {
+
+TEST(DTypes, SupportedNamesParse) {
+  EXPECT_EQ(parseDType("float32"), DType::kFloat32);
+  EXPECT_EQ(parseDType("half"), DType::kFloat16);
+  EXPECT_EQ(parseDType("bf16"), DType::kBFloat16);
+}
+
+TEST(DTypes, UnsupportedDtypeIsAClearError) {
+  try {
+    parseDType("int64");
+    FAIL() << "int64 must be rejected";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported dtype 'int64'"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace bagua
