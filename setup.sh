@@ -8,6 +8,8 @@
 #   ./setup.sh slow         ... then run the slow suite (messages above 2 GiB)
 #   ./setup.sh asan|tsan    the test suites in an ASan+UBSan / TSan build (build-asan, build-tsan)
 #   ./setup.sh fuzz [sec]   build the wire-format fuzzer with clang and run it (default 30 s)
+#   ./setup.sh python       pip install . into .venv (with torch, Lightning, scikit-learn)
+#   ./setup.sh python-test  ... then the Python tests; last line "N passed, N failed"
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -102,8 +104,30 @@ case "$cmd" in
     build-fuzz/tests/fuzz/wire_fuzz -max_total_time="${1:-30}" -print_final_stats=1 \
       build-fuzz/corpus tests/fuzz/seeds
     ;;
+  python | python-test)
+    install_deps python3-venv
+    venv=${BAGUA_VENV:-.venv}
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    # The versions of the GPU machine (PyTorch 2.11, Lightning 2.6); pip's cache
+    # makes reinstalls quick.
+    "$venv/bin/pip" install -q "torch==2.11.0" "lightning>=2.6,<2.7" scikit-learn pytest
+    "$venv/bin/pip" install -q .
+    echo "setup: installed into $venv (activate: . $venv/bin/activate)" >&2
+    if [ "$cmd" = python-test ]; then
+      rc=0
+      (cd tests/python && "../../$venv/bin/python" -m pytest -q -p no:cacheprovider "$@") \
+        | tee /tmp/bagua-pytest.log || rc=$?
+      line=$(grep -E "[0-9]+ (passed|failed)" /tmp/bagua-pytest.log | tail -n 1 || true)
+      passed=$(echo "$line" | grep -oE "[0-9]+ passed" | cut -d' ' -f1 || true)
+      failed=$(echo "$line" | { grep -oE "[0-9]+ (failed|errors?)" || true; } |
+        awk '{s += $1} END {print s + 0}')
+      echo "${passed:-0} passed, ${failed:-0} failed"
+      [ "$rc" -eq 0 ] && [ "${failed:-0}" -eq 0 ] && [ "${passed:-0}" -gt 0 ]
+      exit $?
+    fi
+    ;;
   *)
-    echo "usage: $0 [build|demo|test|slow|asan|tsan|fuzz]" >&2
+    echo "usage: $0 [build|demo|test|slow|asan|tsan|fuzz|python|python-test]" >&2
     exit 2
     ;;
 esac

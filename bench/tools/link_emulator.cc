@@ -20,7 +20,7 @@
 // setns(2) around the open; hrtimers, ppoll's ns timeout and a 1 ns timer
 // slack, so sleeping until a release time costs only the wake-up latency.
 // --spin-us N polls instead of sleeping for the last N us (more accurate,
-// but it burns a core). One thread; no allocation once the buffer pool is warm.
+// but it burns a core). One thread; packet buffers are recycled.
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>

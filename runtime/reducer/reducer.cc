@@ -68,6 +68,22 @@ void Reducer::markReady(size_t index) {
   launchReadyBuckets();
 }
 
+void Reducer::markReady(size_t index, void* data) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    BAGUA_ENFORCE(index < tensors_.size(), "markReady: tensor " + std::to_string(index) +
+                                               " is not registered (" +
+                                               std::to_string(tensors_.size()) + " are)");
+    BAGUA_ENFORCE(data != nullptr || tensors_[index].numel == 0,
+                  "markReady: tensor " + std::to_string(index) + " (" + tensors_[index].name +
+                      ") has no data");
+    // Only ready tensors are read (at their bucket's launch), so updating the
+    // pointer of an unmarked tensor is safe.
+    if (!ready_[index]) tensors_[index].data = data;
+  }
+  markReady(index);
+}
+
 void Reducer::markAllReady() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t i = 0; i < tensors_.size(); ++i) {

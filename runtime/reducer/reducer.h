@@ -48,6 +48,9 @@ class Reducer {
   // bucket that is now complete, in order. Marking a tensor twice in one
   // step is an error.
   void markReady(size_t index);
+  // The same, with the tensor's current data pointer (frameworks may give a
+  // gradient new storage every step, e.g. after zero_grad(set_to_none=True)).
+  void markReady(size_t index, void* data);
   // Marks every tensor not yet marked (after backward: unused parameters).
   void markAllReady();
   // Blocks until every bucket of the step finished (marking the rest ready

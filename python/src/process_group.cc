@@ -1,0 +1,145 @@
+// ProcessGroup and PyReducer: construction from Python arguments.
+#include "python/src/process_group.h"
+
+#include "runtime/algorithms/bytegrad.h"
+#include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/comm/gloo_communicator.h"
+#include "runtime/common/error.h"
+#include "runtime/ops/cpu_ops.h"
+
+#if BAGUA_PYTHON_HAVE_NCCL
+#include "runtime/comm/nccl_communicator.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/ops/cuda_ops.h"
+#endif
+
+namespace bagua::python {
+namespace {
+
+std::chrono::milliseconds toMs(double seconds) {
+  BAGUA_ENFORCE(seconds > 0, "timeout must be positive, got " + std::to_string(seconds));
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+ReduceOp parseOp(const std::string& op) {
+  if (op == "sum") return ReduceOp::kSum;
+  if (op == "avg" || op == "mean") return ReduceOp::kAvg;
+  if (op == "min") return ReduceOp::kMin;
+  if (op == "max") return ReduceOp::kMax;
+  BAGUA_THROW(InvalidArgument, "unknown reduce op '" + op + "' (sum, avg, min, max)");
+}
+
+bool option(const std::map<std::string, bool>& options, const std::string& key, bool fallback) {
+  auto it = options.find(key);
+  return it == options.end() ? fallback : it->second;
+}
+
+std::shared_ptr<Algorithm> makeAlgorithm(const std::string& name,
+                                         const std::map<std::string, bool>& options) {
+  for (const auto& [key, value] : options) {
+    (void)value;
+    bool known = key == "average" || (name == "bytegrad" && key == "error_feedback");
+    BAGUA_ENFORCE(known, "algorithm '" + name + "' has no option '" + key + "'");
+  }
+  if (name == "gradient_allreduce") {
+    return std::make_shared<GradientAllreduce>(
+        GradientAllreduce::Options{option(options, "average", true)});
+  }
+  if (name == "bytegrad") {
+    ByteGrad::Options o;
+    o.average = option(options, "average", true);
+    o.errorFeedback = option(options, "error_feedback", false);
+    return std::make_shared<ByteGrad>(o);
+  }
+  std::string known;
+  for (const std::string& n : implementedAlgorithms()) known += (known.empty() ? "" : ", ") + n;
+  BAGUA_THROW(InvalidArgument,
+              "unknown or unimplemented algorithm '" + name + "'; implemented: " + known);
+}
+
+}  // namespace
+
+std::vector<std::string> implementedAlgorithms() { return {"gradient_allreduce", "bytegrad"}; }
+
+bool hasNccl() { return BAGUA_PYTHON_HAVE_NCCL != 0; }
+
+std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int size,
+                                                 const std::string& prefix,
+                                                 const std::string& iface, double timeoutS) {
+  GlooCommunicator::Options o;
+  o.prefix = prefix;
+  o.iface = iface;
+  o.timeout = toMs(timeoutS);
+  auto group = std::make_shared<ProcessGroup>();
+  auto comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
+  group->ops_ = std::make_shared<CpuOps>(*comm);
+  group->comm_ = comm;
+  group->timeout_ = o.timeout;
+  return group;
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::nccl(Store& store, int rank, int size, int device,
+                                                 const std::string& prefix, double timeoutS) {
+#if BAGUA_PYTHON_HAVE_NCCL
+  NcclCommunicator::Options o;
+  o.prefix = prefix;
+  o.timeout = toMs(timeoutS);
+  auto group = std::make_shared<ProcessGroup>();
+  auto comm = std::make_shared<NcclCommunicator>(store, rank, size, device, o);
+  group->ops_ = std::make_shared<CudaOps>(*comm);
+  group->comm_ = comm;
+  group->timeout_ = o.timeout;
+  return group;
+#else
+  (void)store, (void)rank, (void)size, (void)device, (void)prefix, (void)timeoutS;
+  BAGUA_THROW(InvalidArgument,
+              "this build of bagua has no NCCL support (CUDA tensors); it was "
+              "built without CUDA/NCCL");
+#endif
+}
+
+void ProcessGroup::broadcast(uintptr_t ptr, size_t nbytes, int root) {
+  comm_->broadcast(reinterpret_cast<void*>(ptr), nbytes, root)->wait(timeout_);
+}
+
+void ProcessGroup::allreduce(uintptr_t ptr, size_t count, const std::string& dtype,
+                             const std::string& op) {
+  comm_->allreduce(reinterpret_cast<void*>(ptr), count, parseDType(dtype), parseOp(op))
+      ->wait(timeout_);
+}
+
+void ProcessGroup::barrier() { comm_->barrier()->wait(timeout_); }
+
+void ProcessGroup::waitStream(uintptr_t stream) {
+#if BAGUA_PYTHON_HAVE_NCCL
+  auto* nccl = dynamic_cast<NcclCommunicator*>(comm_.get());
+  if (nccl == nullptr) return;  // CPU group: work is ordered by the host
+  cudaEvent_t event;
+  BAGUA_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  BAGUA_CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)));
+  nccl->waitEvent(event);
+  BAGUA_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait is done
+#else
+  (void)stream;
+#endif
+}
+
+PyReducer::PyReducer(
+    ProcessGroup& group, Store& store, const std::string& algorithm,
+    const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
+    size_t bucketBytes, double timeoutS, const std::string& prefix,
+    const std::map<std::string, bool>& options) {
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, ptr, numel, dtype] : tensors) {
+    specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
+                               group.comm()->device()});
+  }
+  Reducer::Options o;
+  o.bucketBytes = bucketBytes;
+  o.timeout = toMs(timeoutS);
+  o.storePrefix = prefix;
+  reducer_ = std::make_unique<Reducer>(group.comm(), group.ops(), makeAlgorithm(algorithm, options),
+                                       std::move(specs), store, o);
+}
+
+}  // namespace bagua::python

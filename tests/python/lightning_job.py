@@ -1,0 +1,82 @@
+"""Lightning job for the tests: the digits MLP as a LightningModule trained
+on 2 CPU processes by Trainer(strategy=...) (Lightning starts the second
+process itself by re-running this script). Saves a checkpoint, writes each
+rank's weights to OUT.rank<r>.json, then (with --resume) loads the
+checkpoint and trains further."""
+import argparse
+import json
+
+import lightning as L
+import torch
+from sklearn.datasets import load_digits
+from torch.utils.data import DataLoader, TensorDataset
+
+import lightning_bagua  # noqa: F401  (registers strategy="bagua")
+from lightning_bagua import BaguaStrategy
+
+
+class Digits(L.LightningModule):
+    def __init__(self, lr=0.5):
+        super().__init__()
+        self.save_hyperparameters()
+        torch.manual_seed(1234)
+        self.net = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.BatchNorm1d(48),
+                                       torch.nn.ReLU(), torch.nn.Linear(48, 10))
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.cross_entropy(self.net(x), y)
+        self.log("loss", loss, sync_dist=True)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+
+def loader():
+    d = load_digits()
+    ds = TensorDataset(torch.tensor(d.data, dtype=torch.float32) / 16.0,
+                       torch.tensor(d.target, dtype=torch.long))
+    return DataLoader(ds, batch_size=64, shuffle=False)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--strategy", default="bagua")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--out", required=True)
+    p.add_argument("--resume", action="store_true")
+    args = p.parse_args()
+    strategy = args.strategy
+    if strategy.startswith("bagua:"):
+        strategy = BaguaStrategy(algorithm=strategy.split(":", 1)[1])
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_steps=args.steps,
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=args.out + ".root")
+    model = Digits()
+    trainer.fit(model, loader())
+    trainer.save_checkpoint(args.out + ".ckpt")
+    with torch.no_grad():
+        d = load_digits()
+        x = torch.tensor(d.data, dtype=torch.float32) / 16.0
+        model.eval()
+        accuracy = float((model.net(x).argmax(1) == torch.tensor(d.target)).float().mean())
+    # Parameters only: buffers are synced from rank 0 before each forward (as
+    # DDP does), so after the last forward they hold each rank's last update.
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()
+    result = {"weights": weights, "accuracy": accuracy,
+              "strategy": type(trainer.strategy).__name__, "rank": trainer.global_rank}
+    if args.resume:
+        trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=strategy,
+                             max_steps=args.steps + 10, logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False,
+                             default_root_dir=args.out + ".root")
+        resumed = Digits()
+        trainer2.fit(resumed, loader(), ckpt_path=args.out + ".ckpt")
+        result["resumed_step"] = trainer2.global_step
+    with open(f"{args.out}.rank{trainer.global_rank}.json", "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""bagua.BaguaDistributedDataParallel on CPU (Gloo), 2 ranks under torchrun:
+every implemented algorithm trains the digits MLP, every rank ends with the
+same weights, gradient allreduce equals single-process full-batch training,
+and bad configuration gives clear errors."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import bagua
+from conftest import HERE, load_ranks, torchrun
+
+
+@pytest.mark.parametrize("algorithm,extra", [
+    ("gradient_allreduce", []),
+    ("bytegrad", []),
+    ("bytegrad", ["--error-feedback"]),
+])
+def test_algorithm_trains_and_ranks_agree(outdir, algorithm, extra):
+    prefix = os.path.join(outdir, algorithm)
+    run = torchrun("digits_job.py", 2, ["--algorithm", algorithm, "--out", prefix] + extra)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ranks = load_ranks(prefix, 2)
+    assert ranks[0]["weights"] == ranks[1]["weights"], "ranks disagree on the weights"
+    losses = ranks[0]["losses"]
+    assert losses[-1] < 0.5 * losses[0], f"did not train: {losses[0]:.3f} -> {losses[-1]:.3f}"
+    assert ranks[0]["accuracy"] > 0.85
+
+
+def test_gradient_allreduce_matches_single_process_full_batch(outdir):
+    prefix = os.path.join(outdir, "ar")
+    run = torchrun("digits_job.py", 2, ["--out", prefix])
+    assert run.returncode == 0, run.stderr[-3000:]
+    single = os.path.join(outdir, "single")
+    ref = subprocess.run([sys.executable, os.path.join(HERE, "digits_job.py"), "--single",
+                          "--out", single], capture_output=True, text=True, timeout=300)
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    got = torch.tensor(load_ranks(prefix, 2)[0]["weights"])
+    want = torch.tensor(load_ranks(single, 1)[0]["weights"])
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5), float((got - want).abs().max())
+
+
+def test_algorithm_names():
+    assert bagua.implemented_algorithms() == ("gradient_allreduce", "bytegrad")
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'.*gradient_allreduce, bytegrad"):
+        bagua.check_algorithm("nope")
+    with pytest.raises(NotImplementedError, match="'qadam'.*implemented: gradient_allreduce"):
+        bagua.check_algorithm("qadam")
+
+
+def test_mismatched_world_size_is_an_error(tmp_path):
+    code = (
+        "import os, torch, torch.distributed as dist, bagua\n"
+        f"dist.init_process_group('gloo', init_method='file://{tmp_path}/store', rank=0,"
+        " world_size=1)\n"
+        "os.environ['WORLD_SIZE'] = '2'\n"
+        "bagua.BaguaDistributedDataParallel(torch.nn.Linear(2, 2))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "WORLD_SIZE=2" in run.stderr and "1 ranks" in run.stderr, run.stderr[-2000:]
+
+
+def test_without_process_group_is_an_error():
+    with pytest.raises(RuntimeError, match="torch.distributed is not initialised"):
+        bagua.BaguaDistributedDataParallel(torch.nn.Linear(2, 2))
+
+
+def test_unsupported_dtype_is_an_error(tmp_path):
+    code = (
+        "import torch, torch.distributed as dist, bagua\n"
+        f"dist.init_process_group('gloo', init_method='file://{tmp_path}/store', rank=0,"
+        " world_size=1)\n"
+        "bagua.BaguaDistributedDataParallel(torch.nn.Linear(2, 2).double())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "torch.float64" in run.stderr, run.stderr[-2000:]
