@@ -15,7 +15,10 @@
 //
 // Speed: the 16-byte vector path is taken when the element buffers, the
 // compressed buffer and chunkElems * sizeof(dtype) are multiples of 16 bytes;
-// otherwise an element-at-a-time path with the same results.
+// otherwise an element-at-a-time path with the same results. compress uses
+// a faster encoding with the same codes for chunks with max |x| * 255 /
+// (max - min + eps) < 2^22 (all but near-constant chunks), Bagua's
+// formula literally otherwise.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -4,8 +4,9 @@
 // the same bits. Formula, layout and sources: minmax_uint8.h.
 //
 // Relies on: no fast-math and no contraction of a*b+c into an FMA (the CPU
-// library is built with -ffp-contract=off; nothing here multiplies and adds
-// in one expression, and nvcc keeps IEEE division without --use_fast_math).
+// library is built with -ffp-contract=off; the one product followed by a sum,
+// in encodeFast, uses __fmul_rn/__fadd_rn on the GPU, which nvcc never
+// contracts; nvcc keeps IEEE division without --use_fast_math).
 #pragma once
 
 #include <cstddef>
@@ -115,6 +116,73 @@ BAGUA_HD uint8_t encode(float x, const Grid& g) {
   // fminf(level, upper): upper is never NaN for a finite header.
   level = level < g.upper ? level : g.upper;
   return codeByte(level - g.lower);
+}
+
+// The same codes without rint and without the float -> integer conversion,
+// for the GPU's quantize loop: FRND and F2I go to the conversion pipe (16
+// lanes per SM and clock on sm_80/sm_90, an eighth of the FP32 rate), and two
+// of them per element made the 16-bit dtypes compute-bound. Valid for the
+// elements x of a finite chunk [mn, mx] when fastEncodable(mn, mx, g):
+//  * |x * s| < 2^22, so adding 1.5 * 2^23 (an even integer) lands in
+//    [2^23, 2^24], where the float grid is the integers: the sum rounds x * s
+//    to the nearest integer, ties to even, exactly like rint (kRoundShift + r).
+//  * x <= mx and s >= 0, so r <= rint(mx * s) = upper: Bagua's min(r, upper)
+//    never changes r. r < lower would give a negative code, which saturates
+//    to 0: that is max(r, lower).
+//  * kRoundShift + max(r, lower) + (2^23 - kRoundShift - lower) is
+//    2^23 + code, code in [0, 255], exact: the code is its low mantissa byte.
+// Every sum is exact or rounds once as said; products and sums must not be
+// contracted into an FMA (mulRn/addRn).
+constexpr float kRoundShift = 12582912.0f;  // 1.5 * 2^23
+constexpr float kFastLimit = 4194304.0f;    // 2^22
+
+struct FastGrid {
+  float scale;  // Grid::scale
+  float floor;  // kRoundShift + lower
+  float shift;  // 2^23 - floor
+};
+
+BAGUA_HD float mulRn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+BAGUA_HD float addRn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// Larger of two floats that are not NaN (one FMNMX on the GPU).
+BAGUA_HD float maxHd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return a > b ? a : b;
+#endif
+}
+
+// Whether encodeFast equals encode for every x of the finite chunk [mn, mx]:
+// |x * s| <= max(|mn * s|, |mx * s|) because rounding is monotonic.
+BAGUA_HD bool fastEncodable(float mn, float mx, const Grid& g) {
+  const float lo = mulRn(mn, g.scale);
+  const float hi = mulRn(mx, g.scale);
+  return lo > -kFastLimit && lo < kFastLimit && hi > -kFastLimit && hi < kFastLimit;
+}
+
+BAGUA_HD FastGrid makeFastGrid(const Grid& g) {
+  const float floor = kRoundShift + g.lower;
+  return FastGrid{g.scale, floor, 8388608.0f - floor};
+}
+
+BAGUA_HD uint8_t encodeFast(float x, const FastGrid& f) {
+  const float t = maxHd(addRn(mulRn(x, f.scale), kRoundShift), f.floor);
+  return static_cast<uint8_t>(floatToBitsHd(addRn(t, f.shift)));
 }
 
 BAGUA_HD float decode(uint8_t q, const Grid& g) {

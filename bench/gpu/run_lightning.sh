@@ -14,8 +14,9 @@ mkdir -p $S/lib && ln -sfn "$N/include" $S/include && ln -sf "$N/lib/libnccl.so.
 export LD_LIBRARY_PATH=$N/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 echo "== building the wheel"
 start=$SECONDS
-pip install -q --no-index --find-links "$ROOT/.device/wheels" meson-python pyproject-metadata 2>&1 | tail -n 2
-pip install -q --no-build-isolation --no-deps "$ROOT" -Csetup-args=-Dnccl_dir=$S \
+python3 -m pip install -q --no-deps --no-index --find-links "$ROOT/.device/wheels" meson-python pyproject-metadata 2>&1 | tail -n 2
+echo "meson: $(python3 -m mesonbuild.mesonmain --version 2>&1 | head -n 1)"
+python3 -m pip install -q --no-build-isolation --no-deps "$ROOT" -Csetup-args=-Dnccl_dir=$S \
   -Csetup-args=-Dgloo=disabled -Csetup-args=-Dgpu_archs=9.0 >"$OUT/wheel_build.log" 2>&1 ||
   { tail -n 30 "$OUT/wheel_build.log"; exit 1; }
 echo "built in $((SECONDS - start)) s; has_nccl: $(python3 -c 'import bagua._C as c; print(c.has_nccl())')"

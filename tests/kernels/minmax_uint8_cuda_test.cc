@@ -1,14 +1,17 @@
 // The CUDA kernels against the CPU reference, bit for bit (suite 'gpu'):
 // the standard sweep through the vector path (aligned buffers) and the
 // element path (buffers offset by one element), every target, large buffers
-// for the multi-block min/max, and bad arguments. Skips without a GPU.
+// for the multi-block min/max, both paths of the quantizer, and bad
+// arguments. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/float_bits.h"
 #include "kernels/minmax_uint8.h"
 #include "kernels/minmax_uint8_cuda.h"
 #include "tests/kernels/kernel_cases.h"
@@ -157,6 +160,38 @@ TEST_F(CudaKernels, LargeBuffersMatchCpu) {
   checkCase(makeCase(DType::kFloat16, (1u << 20) + 8, 8, Pattern::kUniform, 42), true);
   checkCase(makeCase(DType::kBFloat16, (1u << 20) + 3, 3, Pattern::kOffset, 43), false);
   checkCase(makeCase(DType::kFloat32, 1u << 16, 40, Pattern::kUniform, 44), true);
+}
+
+// Chunks of base + k/2, k in [0, 510], with base and base + 255 present: the
+// scale is exactly 1, so half-integers are rounding ties, and bases near
+// +-2^22 put chunks on either side of the quantizer's fast-path limit
+// (minmax::fastEncodable). Vector and element paths, several blocks per chunk.
+TEST_F(CudaKernels, FastAndGeneralQuantizerPathsMatchCpu) {
+  const float limit = 4194304.0f;  // 2^22
+  const float fp32Bases[] = {0.0f,  -128.0f,       limit - 256.0f, limit - 255.0f,
+                             limit, -limit - 1.0f, -limit,         -limit + 1.0f};
+  const float halfBases[] = {0.0f, -128.0f, 1000.0f, -0.5f, 37.0f, -255.0f, 64.0f, -3.0f};
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const float* bases = dtype == DType::kFloat32 ? fp32Bases : halfBases;
+    KernelCase kc = makeCase(dtype, 70000, 8, Pattern::kUniform, 45);
+    testing::Rng rng(46);
+    for (int c = 0; c < kc.nChunks; ++c) {
+      for (size_t i = 0; i < kc.chunkElems; ++i) {
+        const float k = i == 0 ? 0.0f : i == 1 ? 510.0f : static_cast<float>(rng.below(511));
+        const float v = bases[c] + 0.5f * k;
+        const size_t at = c * kc.chunkElems + i;
+        if (dtype == DType::kFloat32) {
+          std::memcpy(kc.bytes.data() + 4 * at, &v, 4);
+        } else {
+          const uint16_t h = dtype == DType::kFloat16 ? floatToHalf(v) : floatToBf16(v);
+          std::memcpy(kc.bytes.data() + 2 * at, &h, 2);
+        }
+      }
+    }
+    checkCase(kc, true);
+    checkCase(kc, false);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST_F(CudaKernels, ScaleAndAddScaledMatchCpu) {
