@@ -6,6 +6,8 @@
 // returns that error, while requests that had finished still report done.
 #pragma once
 
+#include <cstdint>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>

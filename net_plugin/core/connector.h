@@ -8,6 +8,8 @@
 // with growing back-off until connectTimeoutMs, then progress() throws.
 #pragma once
 
+#include <cstdint>
+
 #include <chrono>
 #include <memory>
 #include <vector>

@@ -8,6 +8,8 @@
 // any number of peers (each sender has its own connection id).
 #pragma once
 
+#include <cstdint>
+
 #include <chrono>
 #include <map>
 #include <memory>

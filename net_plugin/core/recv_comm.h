@@ -13,6 +13,8 @@
 // closed"). EOF inside a chunk is an error at once.
 #pragma once
 
+#include <cstdint>
+
 #include <array>
 
 #include "net_plugin/core/comm.h"

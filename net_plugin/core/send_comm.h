@@ -15,6 +15,8 @@
 // once is handed to the stream's worker.
 #pragma once
 
+#include <cstdint>
+
 #include <deque>
 
 #include "net_plugin/core/comm.h"

@@ -4,6 +4,8 @@
 // port. Every call takes the GIL.
 #pragma once
 
+#include <cstdint>
+
 #include <nanobind/nanobind.h>
 
 #include "runtime/store/store.h"

@@ -3,6 +3,8 @@
 // passes (pointers as integers, dtype and op names as strings).
 #pragma once
 
+#include <cstdint>
+
 #include <map>
 #include <memory>
 #include <string>

@@ -7,6 +7,8 @@
 // CommError (TimeoutError for timeouts), and every later operation fails too.
 #pragma once
 
+#include <cstdint>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>

@@ -2,6 +2,8 @@
 // thread, in order with its collectives, using the kernels' CPU reference.
 #pragma once
 
+#include <cstdint>
+
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/ops/device_ops.h"
 

@@ -3,6 +3,8 @@
 // without the host waiting.
 #pragma once
 
+#include <cstdint>
+
 #include "runtime/comm/nccl_communicator.h"
 #include "runtime/ops/device_ops.h"
 

@@ -7,6 +7,8 @@
 // threads. Relies on POSIX rename and flock (NFS maps flock to fcntl locks).
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 

@@ -8,6 +8,8 @@
 // Asio stays in tcp_store.cc: this header is plain.
 #pragma once
 
+#include <cstdint>
+
 #include <chrono>
 #include <memory>
 #include <mutex>

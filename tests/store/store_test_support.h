@@ -4,6 +4,8 @@
 // through their exit code and a pipe; gtest assertions stay in the parent.
 #pragma once
 
+#include <cstdint>
+
 #include <sys/types.h>
 
 #include <chrono>

@@ -3,6 +3,8 @@
 // run every size, and leave a RankReport in the run's store.
 #pragma once
 
+#include <cstdint>
+
 #include <string>
 
 #include "tools/bagua_net_perf/options.h"
