@@ -3,9 +3,12 @@
 
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
-#include "runtime/comm/gloo_communicator.h"
 #include "runtime/common/error.h"
+
+#if BAGUA_PYTHON_HAVE_GLOO
+#include "runtime/comm/gloo_communicator.h"
 #include "runtime/ops/cpu_ops.h"
+#endif
 
 #if BAGUA_PYTHON_HAVE_NCCL
 #include "runtime/comm/nccl_communicator.h"
@@ -66,6 +69,7 @@ bool hasNccl() { return BAGUA_PYTHON_HAVE_NCCL != 0; }
 std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int size,
                                                  const std::string& prefix,
                                                  const std::string& iface, double timeoutS) {
+#if BAGUA_PYTHON_HAVE_GLOO
   GlooCommunicator::Options o;
   o.prefix = prefix;
   o.iface = iface;
@@ -76,6 +80,11 @@ std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int siz
   group->comm_ = comm;
   group->timeout_ = o.timeout;
   return group;
+#else
+  (void)store, (void)rank, (void)size, (void)prefix, (void)iface, (void)timeoutS;
+  BAGUA_THROW(InvalidArgument, "this build of bagua has no Gloo support (CPU tensors); it was "
+                               "built without libgloo");
+#endif
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::nccl(Store& store, int rank, int size, int device,
