@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU part of "Python and Lightning": builds and installs this project's
-# wheel on the GPU machine (against pip NCCL), then runs lightning_bagua.py
+# wheel on the GPU machine (against pip NCCL), then runs lightning_strategy_bench.py
 # for each strategy over NCCL's default transport and forced through
 # Bagua-Net. Usage: PLUGIN=<libnccl-net-bagua.so> bash run_lightning.sh OUT
 set -uo pipefail
@@ -29,7 +29,7 @@ run() {  # run LABEL ENV... -- ARGS...
   shift
   mkdir -p "$OUT/nccl_$label"
   env "${envs[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT NCCL_DEBUG_FILE="$OUT/nccl_$label/%p.log" \
-    timeout 110 python3 "$HERE/lightning_bagua.py" "$@" >"$OUT/$label.log" 2>&1
+    timeout 110 python3 "$HERE/lightning_strategy_bench.py" "$@" >"$OUT/$label.log" 2>&1
   echo "$label rc=$? $(grep RESULT "$OUT/$label.log" | tail -n 1)"
 }
 for s in ddp bagua bagua:bytegrad; do

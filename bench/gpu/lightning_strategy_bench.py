@@ -7,8 +7,8 @@
 Prints one JSON line {"task", "strategy", "accuracy", "steps_per_s", "network"}
 from rank 0. Lightning starts the second process itself.
 
-    python lightning_bagua.py --task digits --strategy bagua:bytegrad
-    python lightning_bagua.py --task mlp --strategy ddp
+    python lightning_strategy_bench.py --task digits --strategy bagua:bytegrad
+    python lightning_strategy_bench.py --task mlp --strategy ddp
 """
 import argparse
 import glob
