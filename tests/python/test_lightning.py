@@ -54,3 +54,15 @@ def test_strategy_name_is_registered():
     trainer = L.Trainer(accelerator="cpu", devices=1, strategy="bagua", logger=False,
                         enable_checkpointing=False)
     assert type(trainer.strategy).__name__ == "BaguaStrategy"
+
+
+def test_strategy_name_works_without_importing_lightning_bagua():
+    code = (
+        "import lightning as L\n"
+        "t = L.Trainer(accelerator='cpu', devices=1, strategy='bagua', logger=False,"
+        " enable_checkpointing=False)\n"
+        "print(type(t.strategy).__name__)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().endswith("BaguaStrategy")
