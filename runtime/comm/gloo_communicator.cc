@@ -11,6 +11,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,6 +72,17 @@ gloo::transport::tcp::attr deviceAttr(const std::string& iface) {
   return attr;
 }
 
+// Gloo's TCP pairs write with plain write(2)/writev(2): writing to a peer that
+// died raises SIGPIPE, whose default action kills this process before Gloo can
+// report the closed connection. Python already ignores SIGPIPE; C++ programs
+// get the same here, unless they installed their own handler.
+void ignoreSigpipeUnlessHandled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 }  // namespace
 
 GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, Options options)
@@ -82,6 +94,7 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, Options opt
   BAGUA_ENFORCE(size >= 1 && rank >= 0 && rank < size,
                 "GlooCommunicator: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                     " is out of range");
+  ignoreSigpipeUnlessHandled();
   try {
     auto device = gloo::transport::tcp::CreateDevice(deviceAttr(options_.iface));
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);

@@ -42,6 +42,8 @@ class GlooCommunicator final : public Communicator {
   };
 
   // Connects rank `rank` of `size` through `store`; every rank must call it.
+  // Sets SIGPIPE to ignored if it still has its default action, so that a
+  // dead peer is a CommError rather than a killed process.
   GlooCommunicator(Store& store, int rank, int size, Options options);
   ~GlooCommunicator() override;
 

@@ -155,7 +155,8 @@ TEST_P(ReducerRanks, ByteGradMatchesTheReferenceBitForBitOnEveryRank) {
       std::vector<float> want = bytegradReference(inputs, size);
       for (const BucketSlot& slot : b.slots) {
         const std::vector<float>& got = s.grads[slot.tensor];
-        check(std::memcmp(got.data(), want.data() + slot.offset, got.size() * sizeof(float)) == 0,
+        check(got.empty() ||
+                  std::memcmp(got.data(), want.data() + slot.offset, got.size() * sizeof(float)) == 0,
               "tensor " + std::to_string(slot.tensor) + " differs from the reference");
       }
     }
