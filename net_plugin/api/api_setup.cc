@@ -13,6 +13,7 @@
 #include "net_plugin/core/plugin_state.h"
 #include "net_plugin/core/recv_comm.h"
 #include "net_plugin/core/send_comm.h"
+#include "net_plugin/core/zero_copy_stats.h"
 
 namespace bagua::net::api {
 namespace {
@@ -205,6 +206,15 @@ ncclResult_t closeSend(void* sendComm) {
     Registry::get().remove(sendComm);
     auto* comm = static_cast<SendComm*>(sendComm);
     if (comm->close()) delete comm;  // else leaked: a worker may still use it
+    if (params().zeroCopy != ZeroCopyMode::kOff) {
+      const ZeroCopyStats& zc = zeroCopyStats();
+      BAGUA_INFO(NCCL_NET,
+                 "zero-copy so far in this process: %llu sends, %llu released, %llu of "
+                 "them copied by the kernel anyway",
+                 static_cast<unsigned long long>(zc.sends.load()),
+                 static_cast<unsigned long long>(zc.notifications.load()),
+                 static_cast<unsigned long long>(zc.copied.load()));
+    }
     return Status::kOk;
   });
 }

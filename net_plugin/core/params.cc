@@ -58,6 +58,27 @@ void readEngine(EngineKind* out) {
   }
 }
 
+void readZeroCopy(ZeroCopyMode* out) {
+  const char* value = envOrNull("BAGUA_NET_ZEROCOPY");
+  if (value == nullptr) return;
+  std::string text(value);
+  if (text == "off" || text == "0") {
+    *out = ZeroCopyMode::kOff;
+  } else if (text == "auto" || text == "1") {
+    *out = ZeroCopyMode::kAuto;
+  } else if (text == "always") {
+    *out = ZeroCopyMode::kAlways;
+  } else {
+    badKnob("BAGUA_NET_ZEROCOPY", value, "off, auto or always");
+  }
+}
+
+void readCpus(std::vector<int>* out) {
+  const char* value = envOrNull("BAGUA_NET_CPUS");
+  if (value == nullptr) return;
+  if (!parseCpuList(value, out)) badKnob("BAGUA_NET_CPUS", value, "a CPU list such as 0-3,8");
+}
+
 Params loadParams() {
   Params p;
   readInt("BAGUA_NET_STREAMS", 1, 64, &p.streams);
@@ -72,6 +93,10 @@ Params loadParams() {
   readInt("BAGUA_NET_HANDSHAKE_TIMEOUT_MS", 1, 24 * 3600 * 1000, &p.handshakeTimeoutMs);
   readInt("BAGUA_NET_PEER_TIMEOUT_SEC", 1, 24 * 3600, &p.peerTimeoutSec);
   readBytes("BAGUA_NET_SOCKET_BUFFER_BYTES", 0, 1u << 30, &p.socketBufferBytes);
+  readZeroCopy(&p.zeroCopy);
+  readBytes("BAGUA_NET_ZEROCOPY_BYTES", 0, 64u << 20, &p.zeroCopyBytes);
+  readCpus(&p.cpus);
+  readInt("BAGUA_NET_BUSY_POLL_US", 0, 1000000, &p.busyPollUs);
   if (const char* v = envOrNull("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
   if (const char* v = envOrNull("NCCL_SOCKET_FAMILY")) {
     p.socketFamily = v;
@@ -83,6 +108,32 @@ Params loadParams() {
 }
 
 }  // namespace
+
+bool parseCpuList(const std::string& text, std::vector<int>* out) {
+  constexpr long kMaxCpu = 4096;
+  std::vector<int> cpus;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long first = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || end == item.c_str() || first < 0 || first >= kMaxCpu) return false;
+    long last = first;
+    if (*end == '-') {
+      const char* rest = end + 1;
+      last = std::strtol(rest, &end, 10);
+      if (end == rest || last < first || last >= kMaxCpu) return false;
+    }
+    if (*end != '\0') return false;
+    for (long cpu = first; cpu <= last; ++cpu) cpus.push_back(static_cast<int>(cpu));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  *out = std::move(cpus);
+  return true;
+}
 
 bool parseBytes(const std::string& text, size_t* out) {
   if (text.empty() || text[0] == '-') return false;
@@ -128,6 +179,10 @@ const std::vector<std::string>& paramNames() {
       "BAGUA_NET_HANDSHAKE_TIMEOUT_MS",
       "BAGUA_NET_PEER_TIMEOUT_SEC",
       "BAGUA_NET_SOCKET_BUFFER_BYTES",
+      "BAGUA_NET_ZEROCOPY",
+      "BAGUA_NET_ZEROCOPY_BYTES",
+      "BAGUA_NET_CPUS",
+      "BAGUA_NET_BUSY_POLL_US",
       "NCCL_SOCKET_IFNAME",
       "NCCL_SOCKET_FAMILY",
   };

@@ -15,6 +15,7 @@
 namespace bagua::net {
 
 enum class EngineKind { kAuto, kIoUring, kEpoll };
+enum class ZeroCopyMode { kOff, kAuto, kAlways };
 
 struct Params {
   // BAGUA_NET_STREAMS (int, 4): TCP streams per connection. Every chunk of a
@@ -77,6 +78,29 @@ struct Params {
   // streams; 0 leaves the kernel's autotuning on (usually best).
   size_t socketBufferBytes = 0;
 
+  // BAGUA_NET_ZEROCOPY (off | auto | always, off): send chunks of at least
+  // BAGUA_NET_ZEROCOPY_BYTES with io_uring SEND_ZC, so the kernel transmits
+  // from NCCL's buffer instead of copying it (a request completes once the
+  // kernel has let go of its pages, i.e. after the peer's ACK). auto turns it
+  // off per stream as soon as the kernel reports that it copied anyway (always
+  // on loopback and veth); always keeps it on (for tests and measurements).
+  // Needs the io_uring engine and Linux 6.2; otherwise sends copy.
+  ZeroCopyMode zeroCopy = ZeroCopyMode::kOff;
+
+  // BAGUA_NET_ZEROCOPY_BYTES (bytes, 64 KiB): the smallest chunk sent with
+  // zero-copy; smaller ones cost more to pin and track than to copy.
+  size_t zeroCopyBytes = 64 * 1024;
+
+  // BAGUA_NET_CPUS (CPU list, empty): pins engine worker i to the i-th CPU of
+  // the list, round-robin (e.g. "8-15" or "2,3,6,7"). Empty leaves workers on
+  // the CPUs they inherit (NCCL pins its threads to the GPU's NUMA node).
+  std::vector<int> cpus;
+
+  // BAGUA_NET_BUSY_POLL_US (int, 0 = off): SO_BUSY_POLL on data sockets: a
+  // receive that finds no data polls the NIC queue for this long instead of
+  // sleeping (lower latency on NICs with NAPI busy polling, more CPU).
+  int busyPollUs = 0;
+
   // NCCL_SOCKET_IFNAME (NCCL's): which interfaces become devices: a comma
   // list of prefixes, `^` excludes, `=` matches exactly (e.g. "=lo").
   std::string socketIfname;
@@ -95,6 +119,10 @@ const std::vector<std::string>& paramNames();
 
 // Logs (INIT|NET) each knob whose value differs from its default.
 void logParams();
+
+// Parses a CPU list such as "0-3,8,10-11" into *out. Returns false when the
+// text is malformed or names a CPU outside [0, 4096).
+bool parseCpuList(const std::string& text, std::vector<int>* out);
 
 // Parses "123", "64K", "4M", "1G" (binary multiples). Returns false when the
 // text is not a non-negative size.

@@ -1,5 +1,4 @@
-// SendComm (message queue, chunk hand-out) and SendStream (one stream's
-// send loop: header + payload in one sendmsg, resumed after short writes).
+// SendComm: the message queue and the chunk hand-out to streams.
 #include "net_plugin/core/send_comm.h"
 
 #include <sys/socket.h>
@@ -95,87 +94,6 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
   }
   idle_[static_cast<size_t>(stream)] = false;
   return true;
-}
-
-void SendStream::pump() {
-  if (sendPending_ || timerPending_ || closing_) return;
-  if (!sendComm_->takeChunk(index_, &chunk_)) return;
-  prepare(0);
-  if (RateLimiter* limiter = sendComm_->limiter()) {
-    std::chrono::nanoseconds wait = limiter->reserve(remaining_);
-    if (wait.count() > 0) {
-      timerPending_ = true;
-      worker_->wakeAfter(fd_.get(), wait);
-      return;
-    }
-  }
-  submit();
-}
-
-void SendStream::onTimer() {
-  timerPending_ = false;
-  if (settleAfterIo()) return;
-  submit();
-}
-
-void SendStream::resume(Chunk chunk, size_t sent) {
-  chunk_ = chunk;
-  prepare(sent);
-  if (closing_) return;
-  submit();
-}
-
-void SendStream::prepare(size_t skip) {
-  Request* req = chunk_.req;
-  header_ = makeChunkHeader(req->seq, req->size, chunk_.offset, chunk_.len);
-  iov_[0] = {&header_, sizeof(header_)};
-  iov_[1] = {req->data + chunk_.offset, chunk_.len};
-  iovcnt_ = chunk_.len > 0 ? 2 : 1;
-  remaining_ = sizeof(header_) + chunk_.len - skip;
-  // Drop the bytes already sent from the front of the iovec.
-  int first = 0;
-  while (first < iovcnt_ && skip >= iov_[first].iov_len) skip -= iov_[first++].iov_len;
-  if (first < iovcnt_) {
-    iov_[first].iov_base = static_cast<uint8_t*>(iov_[first].iov_base) + skip;
-    iov_[first].iov_len -= skip;
-  }
-  if (first == 1) iov_[0] = iov_[1];
-  iovcnt_ -= first;
-}
-
-void SendStream::submit() {
-  sendPending_ = true;
-  worker_->send(fd_.get(), iov_, iovcnt_);
-}
-
-void SendStream::fail(int err) {
-  Status status = (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT) ? Status::kRemoteError
-                                                                          : Status::kSystemError;
-  comm_->fail(status, errnoMessage("send on stream " + std::to_string(index_), err));
-}
-
-void SendStream::onSendDone(int result) {
-  sendPending_ = false;
-  if (settleAfterIo()) return;
-  if (result <= 0) {
-    fail(result == 0 ? EPIPE : -result);
-    return;
-  }
-  remaining_ -= static_cast<size_t>(result);
-  if (remaining_ > 0) {
-    // Short write: continue after the bytes the kernel took.
-    size_t sent = sizeof(header_) + chunk_.len - remaining_;
-    prepare(sent);
-    submit();
-    return;
-  }
-  // Read the target before adding: once another stream completes the
-  // message, test() may release and reuse the request.
-  Request* req = chunk_.req;
-  size_t target = req->size;
-  size_t total = req->doneBytes.fetch_add(chunk_.len, std::memory_order_acq_rel) + chunk_.len;
-  if (total == target) req->done.store(true, std::memory_order_release);
-  pump();
 }
 
 }  // namespace bagua::net

@@ -34,6 +34,8 @@ struct Chunk {
   uint32_t len = 0;
 };
 
+class SendStream;
+
 class SendComm final : public Comm {
  public:
   // Takes the connected stream sockets (index = stream number); `limiter`
@@ -70,10 +72,28 @@ class SendComm final : public Comm {
   std::shared_ptr<RateLimiter> limiter_;
 };
 
+// One chunk sent with zero-copy, from submission until the kernel has let go
+// of its pages (its header lives here, as the kernel reads it in place).
+// Each is the completion handler of its own sends, so notifications of
+// several chunks in flight on one stream reach the right one.
+class ZeroCopySlot final : public IoHandler {
+ public:
+  void onSendDone(int) override {}
+  void onRecvDone(int) override {}
+  void onZeroCopySent(int result, bool notifyFollows) override;
+  void onZeroCopyNotify(bool copied) override;
+
+  SendStream* stream = nullptr;
+  Chunk chunk;
+  ChunkHeader header{};
+  bool inUse = false;     // between taking a chunk and its last notification
+  bool allSent = false;   // every byte of the chunk was handed to the kernel
+  int notifications = 0;  // still to come for this chunk's sends
+};
+
 class SendStream final : public Stream {
  public:
-  SendStream(SendComm* comm, int index, Fd fd, Worker* worker)
-      : Stream(comm, index, std::move(fd), worker), sendComm_(comm) {}
+  SendStream(SendComm* comm, int index, Fd fd, Worker* worker);
 
   // Sends the next chunk if this stream is idle and one is waiting.
   void pump();
@@ -84,20 +104,40 @@ class SendStream final : public Stream {
   void onRecvDone(int) override {}  // send streams never receive
   void onTimer() override;
 
+  // From this stream's zero-copy slots.
+  void onZeroCopySent(ZeroCopySlot* slot, int result, bool notifyFollows);
+  void onZeroCopyNotify(ZeroCopySlot* slot, bool copied);
+
   int fd() const { return fd_.get(); }
 
+ protected:
+  bool kernelHoldsBuffers() const override;
+
  private:
+  // Chunks that may await their zero-copy notification at once.
+  static constexpr int kZeroCopySlots = 4;
+
   // Points iov_ at the chunk's header and payload, minus `skip` bytes.
   void prepare(size_t skip);
   void submit();
+  // Counts a fully sent (and released) chunk towards its request.
+  void credit(const Chunk& chunk);
+  // Credits and frees `slot` once it is sent and released.
+  void retireIfReleased(ZeroCopySlot* slot);
+  ZeroCopySlot* freeSlot();
   void fail(int err);
 
   SendComm* sendComm_;
   Chunk chunk_;
-  ChunkHeader header_{};
+  ChunkHeader header_{};            // the copy path's header
+  ZeroCopySlot* zcSlot_ = nullptr;  // the chunk in progress, when sent with zero-copy
   iovec iov_[2]{};
   int iovcnt_ = 0;
   size_t remaining_ = 0;
+  bool zeroCopy_ = false;  // chunks of at least zeroCopyBytes_ go zero-copy
+  bool waitingForSlot_ = false;
+  size_t zeroCopyBytes_ = 0;
+  ZeroCopySlot slots_[kZeroCopySlots];
 };
 
 }  // namespace bagua::net

@@ -5,7 +5,9 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstring>
 
 #include "net_plugin/core/log.h"
 #include "net_plugin/core/status.h"
@@ -86,6 +88,18 @@ void tuneStream(int fd, const Params& params) {
   setIntOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, interval, "TCP_KEEPINTVL");
   setIntOption(fd, IPPROTO_TCP, TCP_KEEPCNT, count > 0 ? count : 1, "TCP_KEEPCNT");
   setIntOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, params.peerTimeoutSec * 1000, "TCP_USER_TIMEOUT");
+  if (params.busyPollUs > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &params.busyPollUs, sizeof(int)) != 0) {
+    // Raising it above net.core.busy_read needs CAP_NET_ADMIN: say so once.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      BAGUA_WARN(
+          "BAGUA_NET_BUSY_POLL_US=%d: setsockopt(SO_BUSY_POLL) failed: %s%s (continuing "
+          "without busy polling)",
+          params.busyPollUs, strerror(errno),
+          errno == EPERM ? "; values above net.core.busy_read need CAP_NET_ADMIN" : "");
+    }
+  }
   if (params.socketBufferBytes > 0) {
     int bytes = static_cast<int>(params.socketBufferBytes);
     setIntOption(fd, SOL_SOCKET, SO_SNDBUF, bytes, "SO_SNDBUF");

@@ -27,12 +27,26 @@ bool Stream::settleAfterIo() {
   return true;
 }
 
+void Stream::settleAfterRelease() {
+  if (closed_ && !reportedClosed_ && !kernelHoldsBuffers()) {
+    reportedClosed_ = true;
+    comm_->streamClosed();  // the comm may delete this stream from here on
+  }
+}
+
 void Stream::finishClose() {
   if (closed_) return;
   closed_ = true;
   worker_->detach(fd_.get());
+  if (kernelHoldsBuffers()) {
+    // Zero-copy data still queued: reset instead of a graceful close, so the
+    // kernel drops the queue and its notifications arrive promptly rather
+    // than after a dead peer's retransmission timeout.
+    linger abort{1, 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  }
   fd_.reset();  // close(): queued data still goes out, followed by FIN
-  comm_->streamClosed();
+  settleAfterRelease();
 }
 
 }  // namespace bagua::net

@@ -27,9 +27,13 @@ class Stream : public IoHandler {
  protected:
   // True while a send, receive or timer is pending on the engine.
   bool ioPending() const { return sendPending_ || recvPending_ || timerPending_; }
+  // True while the kernel still holds buffers of finished zero-copy sends.
+  virtual bool kernelHoldsBuffers() const { return false; }
   // Called by subclasses when an operation finished; closes if asked to.
   // Returns true when the stream is closing (the caller must stop).
   bool settleAfterIo();
+  // Called when the kernel released the last held buffer of a closed stream.
+  void settleAfterRelease();
 
   Comm* comm_;
   int index_;
@@ -39,7 +43,8 @@ class Stream : public IoHandler {
   bool recvPending_ = false;
   bool timerPending_ = false;
   bool closing_ = false;
-  bool closed_ = false;
+  bool closed_ = false;  // fd closed; the comm is told once buffers are released
+  bool reportedClosed_ = false;
 
  private:
   void finishClose();

@@ -1,8 +1,14 @@
 // Engine selection: io_uring unless told otherwise or unavailable.
 #include "net_plugin/engine/engine.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cstring>
 #include <system_error>
 
+#include "net_plugin/core/log.h"
 #include "net_plugin/core/status.h"
 
 namespace bagua::net {
@@ -21,6 +27,25 @@ std::unique_ptr<Engine> startEngine(EngineKind kind, int threads, int spinUs, st
 }
 
 }  // namespace
+
+void pinWorkerThread(int index) {
+  const std::vector<int>& cpus = params().cpus;
+  if (cpus.empty()) return;
+  int cpu = cpus[static_cast<size_t>(index) % cpus.size()];
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (err != 0) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      BAGUA_WARN("BAGUA_NET_CPUS: cannot pin worker %d to CPU %d: %s (continuing unpinned)", index,
+                 cpu, strerror(err));
+    }
+    return;
+  }
+  BAGUA_TRACE_LOG("worker %d pinned to CPU %d", index, cpu);
+}
 
 std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, int spinUs, std::string* note) {
   try {

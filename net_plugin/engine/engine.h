@@ -34,6 +34,13 @@ class IoHandler {
   virtual void onRecvDone(int result) = 0;
   // A delay started with Worker::wakeAfter has passed.
   virtual void onTimer() {}
+  // A zero-copy send (Worker::sendZeroCopy) finished: bytes written (> 0) or
+  // -errno. When notifyFollows, the kernel still holds the buffers and
+  // onZeroCopyNotify() follows once it lets go of them.
+  virtual void onZeroCopySent(int /*result*/, bool /*notifyFollows*/) {}
+  // The kernel released a zero-copy send's buffers; `copied` when it had
+  // copied the data after all (loopback, veth, or a NIC without SG support).
+  virtual void onZeroCopyNotify(bool /*copied*/) {}
 };
 
 // One worker thread. post() is thread-safe; every other method must be called
@@ -49,6 +56,14 @@ class Worker {
   virtual void detach(int fd) = 0;
   // Starts sending `iov` (the array and its buffers must live until done).
   virtual void send(int fd, const iovec* iov, int iovcnt) = 0;
+  // True when sendZeroCopy() is available (io_uring engine, Linux 6.1+).
+  virtual bool zeroCopySupported() const { return false; }
+  // Starts a zero-copy send of `iov` on `fd`, reporting to `completion`
+  // (not to the fd's handler) through onZeroCopySent/onZeroCopyNotify, so
+  // every send in flight can have its own handler. The buffers must stay
+  // untouched until the notification. Only if zeroCopySupported().
+  virtual void sendZeroCopy(int /*fd*/, const iovec* /*iov*/, int /*iovcnt*/,
+                            IoHandler* /*completion*/) {}
   // Starts receiving up to `len` bytes into `buf`.
   virtual void recv(int fd, void* buf, size_t len) = 0;
   // Makes any pending operation on `fd` finish soon.
@@ -76,6 +91,11 @@ class Engine {
 std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, int spinUs, std::string* note);
 
 std::unique_ptr<Engine> createEpollEngine(int threads, int spinUs);
+
+// Called by each worker thread as it starts: pins it to the (index mod n)-th
+// CPU of BAGUA_NET_CPUS when that is set, warning once if the CPU is not
+// allowed.
+void pinWorkerThread(int index);
 // Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
 std::unique_ptr<Engine> createUringEngine(int threads, int spinUs);
 

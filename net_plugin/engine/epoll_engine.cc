@@ -178,6 +178,7 @@ class EpollWorker final : public Worker {
   }
 
   void run() {
+    pinWorkerThread(index_);
     constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
     Clock::time_point lastActive = Clock::now();

@@ -9,8 +9,15 @@
 // batched into the next call.
 //
 // user_data layout: the IoHandler pointer (8-byte aligned) with the
-// operation kind in its low 3 bits (kSend, kRecv, kTimer); kWake marks the
-// eventfd poll, kIgnore the cancel requests whose completion needs no action.
+// operation kind in its low 3 bits (kSend, kRecv, kTimer, kSendZc); kWake
+// marks the eventfd poll, kIgnore the cancel requests whose completion needs
+// no action.
+//
+// Zero-copy sends (SENDMSG_ZC) complete twice under the same user_data: the
+// send itself (IORING_CQE_F_MORE when a notification follows), then a
+// notification (IORING_CQE_F_NOTIF) once the kernel released the pages,
+// whose result carries IORING_NOTIF_USAGE_ZC_COPIED when the kernel copied
+// after all (IORING_SEND_ZC_REPORT_USAGE, Linux 6.2).
 //
 // Spinning: for spinUs after the last completion or task, the loop polls
 // (io_uring_get_events runs the deferred completions) instead of sleeping, so
@@ -41,8 +48,16 @@ namespace {
 
 constexpr unsigned kRingEntries = 512;
 
-enum OpKind : uintptr_t { kSend = 0, kRecv = 1, kWake = 2, kIgnore = 3, kTimer = 4 };
+enum OpKind : uintptr_t { kSend = 0, kRecv = 1, kWake = 2, kIgnore = 3, kTimer = 4, kSendZc = 5 };
 constexpr uint64_t kKindMask = 7;
+
+// From Linux 6.2's uapi, which liburing 2.3's header predates.
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
 
 uint64_t encode(IoHandler* handler, OpKind kind) {
   return reinterpret_cast<uintptr_t>(handler) | kind;
@@ -94,6 +109,19 @@ class UringWorker final : public Worker {
     io_uring_sqe_set_data64(sqe, encode(handlers_.at(fd), kSend));
   }
 
+  bool zeroCopySupported() const override { return zeroCopy_; }
+
+  void sendZeroCopy(int fd, const iovec* iov, int iovcnt, IoHandler* completion) override {
+    io_uring_sqe* sqe = nextSqe();
+    sendMsgs_[fd] = msghdr{};
+    msghdr& msg = sendMsgs_[fd];
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    io_uring_prep_sendmsg_zc(sqe, fd, &msg, MSG_NOSIGNAL);
+    sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
+    io_uring_sqe_set_data64(sqe, encode(completion, kSendZc));
+  }
+
   void recv(int fd, void* buf, size_t len) override {
     io_uring_sqe* sqe = nextSqe();
     io_uring_prep_recv(sqe, fd, buf, len, 0);
@@ -125,11 +153,18 @@ class UringWorker final : public Worker {
       std::memset(&p, 0, sizeof(p));
       err = io_uring_queue_init_params(kRingEntries, &ring_, &p);
     }
+    if (err == 0) {
+      if (io_uring_probe* probe = io_uring_get_probe_ring(&ring_)) {
+        zeroCopy_ = io_uring_opcode_supported(probe, IORING_OP_SENDMSG_ZC) != 0;
+        io_uring_free_probe(probe);
+      }
+    }
     return err;
   }
 
   void run(std::promise<int>* ready) {
     pthread_setname_np(pthread_self(), ("bagua-net-" + std::to_string(index_)).c_str());
+    pinWorkerThread(index_);
     int err = initRing();
     ready->set_value(err < 0 ? -err : 0);
     if (err < 0) return;
@@ -175,21 +210,32 @@ class UringWorker final : public Worker {
       struct Completion {
         uint64_t data;
         int res;
+        unsigned flags;
       } done[kBatch];
-      for (unsigned i = 0; i < n; ++i) done[i] = {io_uring_cqe_get_data64(cqes[i]), cqes[i]->res};
+      for (unsigned i = 0; i < n; ++i) {
+        done[i] = {io_uring_cqe_get_data64(cqes[i]), cqes[i]->res, cqes[i]->flags};
+      }
       io_uring_cq_advance(&ring_, n);
       for (unsigned i = 0; i < n; ++i) {
         auto kind = static_cast<OpKind>(done[i].data & kKindMask);
         auto* handler = reinterpret_cast<IoHandler*>(done[i].data & ~kKindMask);
         handled += kind != kWake && kind != kIgnore;
-        dispatch(kind, handler, done[i].res);
+        dispatch(kind, handler, done[i].res, done[i].flags);
       }
     } while (n == kBatch);
     return handled;
   }
 
-  void dispatch(OpKind kind, IoHandler* handler, int res) {
+  void dispatch(OpKind kind, IoHandler* handler, int res, unsigned flags) {
     switch (kind) {
+      case kSendZc:
+        if ((flags & IORING_CQE_F_NOTIF) != 0) {
+          handler->onZeroCopyNotify((static_cast<unsigned>(res) & IORING_NOTIF_USAGE_ZC_COPIED) !=
+                                    0);
+        } else {
+          handler->onZeroCopySent(res, (flags & IORING_CQE_F_MORE) != 0);
+        }
+        break;
       case kSend:
         handler->onSendDone(res);
         break;
@@ -226,6 +272,7 @@ class UringWorker final : public Worker {
 
   int index_;
   std::chrono::microseconds spin_;
+  bool zeroCopy_ = false;  // the kernel has SENDMSG_ZC
   io_uring ring_{};
   TaskQueue tasks_;
   std::thread thread_;

@@ -21,6 +21,22 @@ TEST(ParseBytes, AcceptsSuffixes) {
   EXPECT_EQ(v, 1u << 30);
 }
 
+TEST(ParseCpuList, AcceptsRangesAndSingles) {
+  std::vector<int> cpus;
+  EXPECT_TRUE(parseCpuList("0-3,8,10-11", &cpus));
+  EXPECT_EQ(cpus, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_TRUE(parseCpuList("5", &cpus));
+  EXPECT_EQ(cpus, (std::vector<int>{5}));
+}
+
+TEST(ParseCpuList, RejectsGarbage) {
+  std::vector<int> cpus{42};
+  for (const char* bad : {"", ",", "1,", "a", "3-1", "1-", "-1", "1-2-3", "4096", "0,x"}) {
+    EXPECT_FALSE(parseCpuList(bad, &cpus)) << bad;
+  }
+  EXPECT_EQ(cpus, (std::vector<int>{42})) << "a rejected list leaves the output alone";
+}
+
 TEST(ParseBytes, RejectsGarbage) {
   size_t v = 0;
   for (const char* bad : {"", "-1", "abc", "4X", "12MB", "99999999999999999999G"}) {
