@@ -5,7 +5,9 @@
 # one direction and both at once, and ping-pong latency for small messages.
 #
 # Usage: bench/cpu/loopback_bench.sh OUT_DIR
-#   REPS=3, SIZES="-b 64K -e 64M -f 4", LAT_SIZES="-b 8 -e 64K -f 8"
+#   REPS=3, SIZES="-b 64K -e 64M -f 4", LAT_SIZES="-b 8 -e 64K -f 8",
+#   CONFIGS (bagua-net-perf --configs; default: defaults, epoll, one stream),
+#   PATTERNS=uni,ring, LATENCY=1 (0 skips the ping-pong run)
 set -euo pipefail
 OUT=${1:?usage: loopback_bench.sh OUT_DIR}
 REPS=${REPS:-3}
@@ -14,13 +16,17 @@ LAT_SIZES=${LAT_SIZES:-"-b 8 -e 64K -f 8"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PERF=${PERF:-$HERE/../../build/tools/bagua-net-perf}
 PLUGIN=${PLUGIN:-$HERE/../../build/net_plugin/libnccl-net-bagua.so}
-CONFIGS="bagua=;bagua-epoll=BAGUA_NET_ENGINE=epoll;bagua-1-stream=BAGUA_NET_STREAMS=1"
+CONFIGS=${CONFIGS:-"bagua=;bagua-epoll=BAGUA_NET_ENGINE=epoll;bagua-1-stream=BAGUA_NET_STREAMS=1"}
+PATTERNS=${PATTERNS:-uni,ring}
+LATENCY=${LATENCY:-1}
 mkdir -p "$OUT"
 export NCCL_SOCKET_IFNAME==lo
 # shellcheck disable=SC2086
-"$PERF" --plugin "$PLUGIN" --ranks 2 --pattern uni,ring $SIZES --reps "$REPS" --baseline \
+"$PERF" --plugin "$PLUGIN" --ranks 2 --pattern "$PATTERNS" $SIZES --reps "$REPS" --baseline \
   --configs "$CONFIGS" --json "$OUT/loopback_bw.json" | tee "$OUT/loopback_bw.txt"
-# shellcheck disable=SC2086
-"$PERF" --plugin "$PLUGIN" --ranks 2 --pattern pingpong $LAT_SIZES -n 500 --reps "$REPS" \
-  --baseline --configs "$CONFIGS" --json "$OUT/loopback_lat.json" | tee "$OUT/loopback_lat.txt"
+if [ "$LATENCY" = 1 ]; then
+  # shellcheck disable=SC2086
+  "$PERF" --plugin "$PLUGIN" --ranks 2 --pattern pingpong $LAT_SIZES -n 500 --reps "$REPS" \
+    --baseline --configs "$CONFIGS" --json "$OUT/loopback_lat.json" | tee "$OUT/loopback_lat.txt"
+fi
 python3 "$HERE/report.py" --title "Loopback ($(nproc) CPUs)" "$OUT" "$OUT"/loopback_*.json

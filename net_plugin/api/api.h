@@ -38,7 +38,8 @@ ncclResult_t init(ncclDebugLogger_t logger);
 ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass, ncclDebugLogger_t logger);
 // v11: ends a context; NULL is accepted (NCCL 2.28 calls it after a failed init).
 ncclResult_t finalizeContext(void* ctx);
-// v11: NCCL's hints about peers and flows; recorded (and traced) only.
+// v11: NCCL's hints about peers and flows: the connections per peer set the
+// stream count of later connects when BAGUA_NET_FLOWS_PER_PEER is set.
 ncclResult_t setNetAttr(void* ctx, const ncclNetAttr_v11_t* attr);
 
 ncclResult_t devices(int* ndev);

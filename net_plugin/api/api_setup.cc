@@ -1,5 +1,7 @@
 // API boundary, setup half: init and contexts, devices and properties,
 // listen/connect/accept and the closes.
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -24,7 +26,20 @@ struct Context {
   int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
   std::shared_ptr<Engine> engine;        // keeps workers alive for the communicator's life
   std::shared_ptr<RateLimiter> limiter;  // this rank's send-rate cap, or NULL
+  // NCCL's latest setNetAttr: connections it runs to each peer (0: no hint).
+  std::atomic<int> flowsPerPeer{0};
 };
+
+// Streams for a new connection: BAGUA_NET_STREAMS (the listener's count),
+// or fewer when BAGUA_NET_FLOWS_PER_PEER is set and NCCL said how many
+// connections run to the peer in parallel.
+int streamsFor(const ListenHandle& handle, const Context* ctx) {
+  int most = handle.nStreams;
+  int target = params().flowsPerPeer;
+  int flows = ctx != nullptr ? ctx->flowsPerPeer.load(std::memory_order_relaxed) : 0;
+  if (target <= 0 || flows <= 0) return most;
+  return std::clamp((target + flows - 1) / flows, 1, most);
+}
 
 // connect() state between calls, keyed by the id written into the handle.
 class PendingConnects {
@@ -100,6 +115,16 @@ ncclResult_t setNetAttr(void* ctx, const ncclNetAttr_v11_t* attr) {
                     attr->sendCommAttr.minConcurrentPeers, attr->sendCommAttr.maxConcurrentPeers,
                     attr->sendCommAttr.minFlowsPerPeer, attr->sendCommAttr.maxFlowsPerPeer,
                     attr->op, attr->algo, attr->proto);
+    auto* context = static_cast<Context*>(ctx);
+    int flows = attr->sendCommAttr.maxFlowsPerPeer;
+    if (flows > 0 && context->flowsPerPeer.exchange(flows) != flows && params().flowsPerPeer > 0) {
+      BAGUA_INFO(NCCL_NET,
+                 "setNetAttr: %d connections per peer; new connections open %d streams "
+                 "(BAGUA_NET_FLOWS_PER_PEER=%d, BAGUA_NET_STREAMS=%d)",
+                 flows,
+                 std::clamp((params().flowsPerPeer + flows - 1) / flows, 1, params().streams),
+                 params().flowsPerPeer, params().streams);
+    }
     return Status::kOk;
   });
 }
@@ -161,9 +186,11 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
     if (h->connectId == 0) {
       BAGUA_CHECK_ARG(ctx == nullptr || Registry::get().is(ctx, ObjectKind::kContext),
                       "unknown context %p", ctx);
-      std::shared_ptr<RateLimiter> limiter = ctx != nullptr ? static_cast<Context*>(ctx)->limiter
-                                                            : PluginState::get().processLimiter();
-      h->connectId = PendingConnects::get().add(std::make_unique<Connector>(*h, limiter));
+      auto* context = static_cast<Context*>(ctx);
+      std::shared_ptr<RateLimiter> limiter =
+          context != nullptr ? context->limiter : PluginState::get().processLimiter();
+      h->connectId = PendingConnects::get().add(
+          std::make_unique<Connector>(*h, streamsFor(*h, context), limiter));
     }
     Connector* connector = PendingConnects::get().find(h->connectId);
     BAGUA_CHECK_ARG(connector != nullptr,

@@ -36,6 +36,7 @@ class Comm {
   Kind kind() const { return kind_; }
   bool valid() const { return magic_ == kMagic; }
   const std::string& peer() const { return peer_; }
+  size_t streamCount() const { return streams_.size(); }
 
   // test() of the ABI: *done = 1 and *size = bytes when finished (the request
   // is then released), the comm's failure when it failed, else *done = 0.

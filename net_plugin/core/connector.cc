@@ -12,15 +12,14 @@
 
 namespace bagua::net {
 
-Connector::Connector(const ListenHandle& handle, std::shared_ptr<RateLimiter> limiter)
+Connector::Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter)
     : handle_(handle),
       limiter_(std::move(limiter)),
       connId_(randomToken()),
-      conns_(handle.nStreams),
+      conns_(static_cast<size_t>(std::clamp<int>(nStreams, 1, handle.nStreams))),
       deadline_(Clock::now() + std::chrono::milliseconds(params().connectTimeoutMs)) {
-  for (uint16_t i = 0; i < handle.nStreams; ++i) {
-    conns_[i].hello = makeHello(i, handle.nStreams, handle.token, connId_);
-  }
+  auto n = static_cast<uint16_t>(conns_.size());
+  for (uint16_t i = 0; i < n; ++i) conns_[i].hello = makeHello(i, n, handle.token, connId_);
 }
 
 std::unique_ptr<SendComm> Connector::progress() {

@@ -22,8 +22,9 @@ namespace bagua::net {
 
 class Connector {
  public:
-  // `limiter` (may be NULL) caps the send rate of the comm it makes.
-  Connector(const ListenHandle& handle, std::shared_ptr<RateLimiter> limiter);
+  // Opens `nStreams` streams (1..handle.nStreams); `limiter` (may be NULL)
+  // caps the send rate of the comm it makes.
+  Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter);
 
   // Returns the comm when every stream is ready, else nullptr. Throws
   // NetError on a fatal error or when the connect timeout passes.

@@ -37,7 +37,7 @@ std::unique_ptr<RecvComm> ListenComm::accept() {
   }
   expireGroups(Clock::now());
   for (auto it = groups_.begin(); it != groups_.end(); ++it) {
-    if (it->second.arrived == static_cast<size_t>(nStreams_)) {
+    if (it->second.arrived == it->second.fds.size()) {
       Group group = std::move(it->second);
       groups_.erase(it);
       for (Fd& fd : group.fds) tuneStream(fd.get(), params());
@@ -86,8 +86,8 @@ bool ListenComm::readHello(Pending& p) {
     } else if (hello.token != handle_.token) {
       BAGUA_WARN("closing connection from %s on %s: it did not present this listener's token",
                  p.peer.c_str(), sockAddrToString(handle_.addr).c_str());
-    } else if (hello.nStreams != nStreams_) {
-      BAGUA_WARN("closing connection from %s: it announces %u streams, this listener %d",
+    } else if (hello.nStreams > nStreams_) {
+      BAGUA_WARN("closing connection from %s: it announces %u streams, this listener at most %d",
                  p.peer.c_str(), hello.nStreams, nStreams_);
     } else {
       admit(p, hello);
@@ -111,9 +111,15 @@ bool ListenComm::readHello(Pending& p) {
 void ListenComm::admit(Pending& p, const Hello& hello) {
   Group& group = groups_[hello.connId];
   if (group.fds.empty()) {
-    group.fds.resize(static_cast<size_t>(nStreams_));
+    // The connecting side chose the count (at most the handle's; fewer when
+    // NCCL's setNetAttr hints say many channels already run in parallel).
+    group.fds.resize(hello.nStreams);
     group.peer = p.peer;
     group.deadline = p.deadline;
+  } else if (hello.nStreams != group.fds.size()) {
+    BAGUA_WARN("closing connection from %s: its streams disagree on their count (%u and %zu)",
+               p.peer.c_str(), hello.nStreams, group.fds.size());
+    return;
   }
   Fd& slot = group.fds[hello.streamIndex];
   if (slot.valid()) {
@@ -127,9 +133,9 @@ void ListenComm::admit(Pending& p, const Hello& hello) {
 
 void ListenComm::expireGroups(Clock::time_point now) {
   for (auto it = groups_.begin(); it != groups_.end();) {
-    if (it->second.arrived < static_cast<size_t>(nStreams_) && now > it->second.deadline) {
-      BAGUA_WARN("dropping connection from %s: only %zu of %d streams arrived within %d ms",
-                 it->second.peer.c_str(), it->second.arrived, nStreams_,
+    if (it->second.arrived < it->second.fds.size() && now > it->second.deadline) {
+      BAGUA_WARN("dropping connection from %s: only %zu of %zu streams arrived within %d ms",
+                 it->second.peer.c_str(), it->second.arrived, it->second.fds.size(),
                  params().handshakeTimeoutMs);
       it = groups_.erase(it);
     } else {

@@ -97,6 +97,7 @@ Params loadParams() {
   readBytes("BAGUA_NET_ZEROCOPY_BYTES", 0, 64u << 20, &p.zeroCopyBytes);
   readCpus(&p.cpus);
   readInt("BAGUA_NET_BUSY_POLL_US", 0, 1000000, &p.busyPollUs);
+  readInt("BAGUA_NET_FLOWS_PER_PEER", 0, 4096, &p.flowsPerPeer);
   if (const char* v = envOrNull("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
   if (const char* v = envOrNull("NCCL_SOCKET_FAMILY")) {
     p.socketFamily = v;
@@ -183,6 +184,7 @@ const std::vector<std::string>& paramNames() {
       "BAGUA_NET_ZEROCOPY_BYTES",
       "BAGUA_NET_CPUS",
       "BAGUA_NET_BUSY_POLL_US",
+      "BAGUA_NET_FLOWS_PER_PEER",
       "NCCL_SOCKET_IFNAME",
       "NCCL_SOCKET_FAMILY",
   };

@@ -101,6 +101,13 @@ struct Params {
   // sleeping (lower latency on NICs with NAPI busy polling, more CPU).
   int busyPollUs = 0;
 
+  // BAGUA_NET_FLOWS_PER_PEER (int, 0 = off): with NCCL v11, aim for this many
+  // TCP flows per peer in total: NCCL's setNetAttr says how many connections
+  // (channels) it runs to each peer, and each connection then opens
+  // ceil(this / channels) streams, at most BAGUA_NET_STREAMS. Off: every
+  // connection opens BAGUA_NET_STREAMS.
+  int flowsPerPeer = 0;
+
   // NCCL_SOCKET_IFNAME (NCCL's): which interfaces become devices: a comma
   // list of prefixes, `^` excludes, `=` matches exactly (e.g. "=lo").
   std::string socketIfname;

@@ -1,7 +1,9 @@
 // Knobs that act on threads and sockets rather than on the data path:
 // BAGUA_NET_CPUS pins the engine's workers, BAGUA_NET_BUSY_POLL_US sets
-// SO_BUSY_POLL on data sockets. tests/meson.build runs this binary with
-// BAGUA_NET_CPUS=0 and BAGUA_NET_BUSY_POLL_US=25.
+// SO_BUSY_POLL on data sockets, BAGUA_NET_FLOWS_PER_PEER turns NCCL's
+// setNetAttr hints into stream counts. tests/meson.build runs this binary
+// with BAGUA_NET_CPUS=0, BAGUA_NET_BUSY_POLL_US=25, BAGUA_NET_STREAMS=4 and
+// BAGUA_NET_FLOWS_PER_PEER=8.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
+#include "net_plugin/core/comm.h"
 #include "net_plugin/core/params.h"
 #include "tests/net_plugin/support/harness.h"
 
@@ -77,6 +80,45 @@ TEST(Knobs, DataSocketsBusyPoll) {
     EXPECT_GE(busyPolling, 2 * params().streams);
   }
   closeLink(link);
+}
+
+// Streams of a link made under context `ctx`, checked to carry data.
+size_t streamsOfNewLink(void* ctx) {
+  Link link = connectLink(0, ctx);
+  if (link.sendComm == nullptr || link.recvComm == nullptr) return 0;
+  std::vector<uint8_t> out(3u << 20), in(3u << 20);
+  fillPattern(out.data(), out.size(), 9);
+  void* r = postRecv(link.recvComm, in.data(), in.size());
+  void* s = postSend(link.sendComm, out.data(), out.size());
+  EXPECT_EQ(waitRequest(s), ncclSuccess);
+  EXPECT_EQ(waitRequest(r), ncclSuccess);
+  EXPECT_EQ(verifyPattern(in.data(), in.size(), 9), -1);
+  size_t sendStreams = static_cast<Comm*>(link.sendComm)->streamCount();
+  EXPECT_EQ(static_cast<Comm*>(link.recvComm)->streamCount(), sendStreams)
+      << "both ends must agree on the stream count";
+  closeLink(link);
+  return sendStreams;
+}
+
+TEST(Knobs, SetNetAttrHintsSetTheStreamsPerConnection) {
+  ASSERT_EQ(params().flowsPerPeer, 8) << "run with BAGUA_NET_FLOWS_PER_PEER=8";
+  ASSERT_EQ(params().streams, 4) << "run with BAGUA_NET_STREAMS=4";
+  void* ctx = nullptr;
+  ASSERT_EQ(api::initContext(&ctx, 1, -1, captureLogger), ncclSuccess);
+  EXPECT_EQ(streamsOfNewLink(ctx), 4u) << "no hint yet: BAGUA_NET_STREAMS";
+  struct Case {
+    int channels;
+    size_t streams;
+  };
+  for (Case c : {Case{1, 4}, Case{2, 4}, Case{3, 3}, Case{4, 2}, Case{8, 1}, Case{32, 1}}) {
+    ncclNetAttr_v11_t attr{};
+    attr.sendCommAttr.maxFlowsPerPeer = c.channels;
+    attr.recvCommAttr.maxFlowsPerPeer = c.channels;
+    ASSERT_EQ(api::setNetAttr(ctx, &attr), ncclSuccess);
+    EXPECT_EQ(streamsOfNewLink(ctx), c.streams) << c.channels << " channels per peer";
+  }
+  EXPECT_EQ(streamsOfNewLink(nullptr), 4u) << "older ABIs have no hints";
+  EXPECT_EQ(api::finalizeContext(ctx), ncclSuccess);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ std::vector<std::string> gLog;
 
 }  // namespace
 
-Link connectLink(int dev) {
+Link connectLink(int dev, void* ctx) {
   Link link;
   char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
   EXPECT_EQ(api::listen(dev, handle, &link.listenComm), ncclSuccess);
@@ -26,7 +26,7 @@ Link connectLink(int dev) {
   while ((link.sendComm == nullptr || link.recvComm == nullptr) &&
          std::chrono::steady_clock::now() < deadline) {
     if (link.sendComm == nullptr) {
-      if (api::connect(nullptr, dev, handle, &link.sendComm) != ncclSuccess) break;
+      if (api::connect(ctx, dev, handle, &link.sendComm) != ncclSuccess) break;
     }
     if (link.recvComm == nullptr) {
       if (api::accept(link.listenComm, &link.recvComm) != ncclSuccess) break;

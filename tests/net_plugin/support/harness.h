@@ -23,8 +23,9 @@ struct Link {
   void* recvComm = nullptr;
 };
 
-// Builds a link to ourselves on device `dev`; fails the test on error.
-Link connectLink(int dev = 0);
+// Builds a link to ourselves on device `dev`, connecting with v11 context
+// `ctx` (NULL as for older ABIs); fails the test on error.
+Link connectLink(int dev = 0, void* ctx = nullptr);
 // Closes all three comms (NULL ones are skipped); expects success.
 void closeLink(Link& link);
 
