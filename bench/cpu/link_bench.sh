@@ -7,7 +7,8 @@
 # direction. Namespaces are created and deleted by this script.
 #
 # Usage (root; iproute2): bench/cpu/link_bench.sh OUT_DIR [RATE_GBIT ...]
-#   defaults: rates 2 5 8; REPS=3, SIZES="-b 64K -e 64M -f 4", PATTERNS=uni,ring
+#   defaults: rates 2 5 8; REPS=3, SIZES="-b 64K -e 64M -f 4", PATTERNS=uni,ring,
+#   CONFIGS (bagua-net-perf --configs; default: defaults and one stream)
 set -euo pipefail
 OUT=${1:?usage: link_bench.sh OUT_DIR [RATE_GBIT ...]}
 shift
@@ -15,6 +16,7 @@ RATES=${*:-2 5 8}
 REPS=${REPS:-3}
 SIZES=${SIZES:-"-b 64K -e 64M -f 4"}
 PATTERNS=${PATTERNS:-uni,ring}
+CONFIGS=${CONFIGS:-"bagua=;bagua-1-stream=BAGUA_NET_STREAMS=1"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PERF=${PERF:-$HERE/../../build/tools/bagua-net-perf}
 PLUGIN=${PLUGIN:-$HERE/../../build/net_plugin/libnccl-net-bagua.so}
@@ -54,7 +56,7 @@ for rate in $RATES; do
   # shellcheck disable=SC2086
   NCCL_SOCKET_IFNAME="=$IF" "$PERF" --plugin "$PLUGIN" --ranks 2 --netns "$A,$B" \
     --pattern "$PATTERNS" $SIZES --reps "$REPS" --baseline --baseline-if $IF \
-    --configs "bagua=;bagua-1-stream=BAGUA_NET_STREAMS=1" \
+    --configs "$CONFIGS" \
     --json "$OUT/link_${rate}gbit.json" | tee "$OUT/link_${rate}gbit.txt"
 done
 teardown
