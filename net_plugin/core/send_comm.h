@@ -105,8 +105,8 @@ class SendStream final : public Stream {
   void onTimer() override;
 
   // From this stream's zero-copy slots.
-  void onZeroCopySent(ZeroCopySlot* slot, int result, bool notifyFollows);
-  void onZeroCopyNotify(ZeroCopySlot* slot, bool copied);
+  void onSlotSent(ZeroCopySlot* slot, int result, bool notifyFollows);
+  void onSlotReleased(ZeroCopySlot* slot, bool copied);
 
   int fd() const { return fd_.get(); }
 

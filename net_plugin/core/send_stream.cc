@@ -18,10 +18,10 @@
 namespace bagua::net {
 
 void ZeroCopySlot::onZeroCopySent(int result, bool notifyFollows) {
-  stream->onZeroCopySent(this, result, notifyFollows);
+  stream->onSlotSent(this, result, notifyFollows);
 }
 
-void ZeroCopySlot::onZeroCopyNotify(bool copied) { stream->onZeroCopyNotify(this, copied); }
+void ZeroCopySlot::onZeroCopyNotify(bool copied) { stream->onSlotReleased(this, copied); }
 
 SendStream::SendStream(SendComm* comm, int index, Fd fd, Worker* worker)
     : Stream(comm, index, std::move(fd), worker), sendComm_(comm) {
@@ -160,7 +160,7 @@ void SendStream::onSendDone(int result) {
   pump();
 }
 
-void SendStream::onZeroCopySent(ZeroCopySlot* slot, int result, bool notifyFollows) {
+void SendStream::onSlotSent(ZeroCopySlot* slot, int result, bool notifyFollows) {
   sendPending_ = false;
   if (notifyFollows) ++slot->notifications;
   if (settleAfterIo()) return;
@@ -194,7 +194,7 @@ void SendStream::onZeroCopySent(ZeroCopySlot* slot, int result, bool notifyFollo
   pump();
 }
 
-void SendStream::onZeroCopyNotify(ZeroCopySlot* slot, bool copied) {
+void SendStream::onSlotReleased(ZeroCopySlot* slot, bool copied) {
   --slot->notifications;
   zeroCopyStats().notifications.fetch_add(1, std::memory_order_relaxed);
   if (copied) zeroCopyStats().copied.fetch_add(1, std::memory_order_relaxed);
