@@ -26,6 +26,8 @@
 #   CAP=256K (empty: no capped pass) REPS=3 SIZES="-b 1M -e 64M -f 4"
 #   PATTERNS=uni,ring EMU_PRIO=50 EMU_SPIN_US=0 (poll for the last N us)
 #   PLUGIN_ENV (e.g. BAGUA_NET_CPUS=0-1): added to every plugin configuration
+#   EXTRA_CONFIGS ("name=ENV=VAL[,ENV=VAL];name2=..."): more plugin configurations,
+#   measured interleaved with the others (the pass's cap and PLUGIN_ENV added)
 set -euo pipefail
 set -m  # background jobs get their own process group: teardown can stop a whole run
 OUT=${1:?usage: delay_bench.sh OUT_DIR [RTT_MS ...]}
@@ -40,6 +42,7 @@ PATTERNS=${PATTERNS:-uni,ring}
 EMU_SPIN_US=${EMU_SPIN_US:-0}
 EMU_PRIO=${EMU_PRIO-50}
 PLUGIN_ENV=${PLUGIN_ENV:-}
+EXTRA_CONFIGS=${EXTRA_CONFIGS:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PERF=${PERF:-$HERE/../../build/tools/bagua-net-perf}
 PLUGIN=${PLUGIN:-$HERE/../../build/net_plugin/libnccl-net-bagua.so}
@@ -115,7 +118,7 @@ setup() {  # setup RTT_MS LOG: namespaces, emulator, addresses; waits for a ping
     'BEGIN { q = int(m * r * 1000 / 8 / 1024 + 1); print (q < 256 ? 256 : q) }')}
   ip netns add "$A"
   ip netns add "$B"
-  echo "command: RATE_MBIT=$RATE_MBIT MTU=$MTU CAP=$CAP REPS=$REPS SIZES=\"$SIZES\" PLUGIN_ENV=$PLUGIN_ENV" \
+  echo "command: RATE_MBIT=$RATE_MBIT MTU=$MTU CAP=$CAP REPS=$REPS SIZES=\"$SIZES\" PLUGIN_ENV=$PLUGIN_ENV EXTRA_CONFIGS=\"$EXTRA_CONFIGS\"" \
     "PATTERNS=$PATTERNS EMU_PRIO=$EMU_PRIO bench/cpu/delay_bench.sh OUT $1" >"$2"
   echo "link_emulator $A $B $delay_us $RATE_MBIT $queue_kb $MTU --spin-us $EMU_SPIN_US${EMU_PRIO:+ (SCHED_FIFO $EMU_PRIO)}" >>"$2"
   ${EMU_PRIO:+chrt -f "$EMU_PRIO"} "$EMU" "$A" "$B" "$delay_us" "$RATE_MBIT" "$queue_kb" "$MTU" --spin-us "$EMU_SPIN_US" \
@@ -142,7 +145,11 @@ setup() {  # setup RTT_MS LOG: namespaces, emulator, addresses; waits for a ping
 run_pass() {
   local log="$OUT/$2.emulator.txt" base=$3
   if [[ -n $PLUGIN_ENV ]]; then base=${base:+$base,}$PLUGIN_ENV; fi
-  local extra=${base:+,$base}
+  local extra=${base:+,$base} more="" cfg
+  if [[ -n $EXTRA_CONFIGS ]]; then
+    IFS=';' read -ra cfgs <<<"$EXTRA_CONFIGS"
+    for cfg in "${cfgs[@]}"; do more+=";$cfg$extra"; done
+  fi
   setup "$1" "$log"
   ping_rtt "$A" 10.233.0.2 100 | tee "$OUT/$2.ping.txt" >&2
   # The machine may be shared: the load shows whether others competed for CPU.
@@ -152,7 +159,7 @@ run_pass() {
   # shellcheck disable=SC2086
   NCCL_SOCKET_IFNAME="=$IF" "$PERF" --plugin "$PLUGIN" --ranks 2 --netns "$A,$B" \
     --pattern "$PATTERNS" $SIZES --reps "$REPS" --baseline --baseline-if $IF \
-    --configs "bagua=$base;bagua-1-stream=BAGUA_NET_STREAMS=1$extra;bagua-8-streams=BAGUA_NET_STREAMS=8$extra" \
+    --configs "bagua=$base;bagua-1-stream=BAGUA_NET_STREAMS=1$extra;bagua-8-streams=BAGUA_NET_STREAMS=8$extra$more" \
     --json "$OUT/$2.json" > >(tee "$OUT/$2.txt") &
   PERF_PID=$!
   wait "$PERF_PID"
