@@ -101,11 +101,7 @@ class UringWorker final : public Worker {
 
   void send(int fd, const iovec* iov, int iovcnt) override {
     io_uring_sqe* sqe = nextSqe();
-    sendMsgs_[fd] = msghdr{};
-    msghdr& msg = sendMsgs_[fd];
-    msg.msg_iov = const_cast<iovec*>(iov);
-    msg.msg_iovlen = static_cast<size_t>(iovcnt);
-    io_uring_prep_sendmsg(sqe, fd, &msg, MSG_NOSIGNAL);
+    io_uring_prep_sendmsg(sqe, fd, sendMsg(fd, iov, iovcnt), MSG_NOSIGNAL);
     io_uring_sqe_set_data64(sqe, encode(handlers_.at(fd), kSend));
   }
 
@@ -113,11 +109,7 @@ class UringWorker final : public Worker {
 
   void sendZeroCopy(int fd, const iovec* iov, int iovcnt, IoHandler* completion) override {
     io_uring_sqe* sqe = nextSqe();
-    sendMsgs_[fd] = msghdr{};
-    msghdr& msg = sendMsgs_[fd];
-    msg.msg_iov = const_cast<iovec*>(iov);
-    msg.msg_iovlen = static_cast<size_t>(iovcnt);
-    io_uring_prep_sendmsg_zc(sqe, fd, &msg, MSG_NOSIGNAL);
+    io_uring_prep_sendmsg_zc(sqe, fd, sendMsg(fd, iov, iovcnt), MSG_NOSIGNAL);
     sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
     io_uring_sqe_set_data64(sqe, encode(completion, kSendZc));
   }
@@ -258,6 +250,16 @@ class UringWorker final : public Worker {
     io_uring_sqe* sqe = nextSqe();
     io_uring_prep_poll_add(sqe, tasks_.wakeFd(), POLLIN);
     io_uring_sqe_set_data64(sqe, kWake);
+  }
+
+  // The fd's msghdr for a sendmsg of `iov` (it must outlive the pending send;
+  // at most one send is pending per fd).
+  msghdr* sendMsg(int fd, const iovec* iov, int iovcnt) {
+    msghdr& msg = sendMsgs_[fd];
+    msg = msghdr{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    return &msg;
   }
 
   // An SQE, submitting queued ones first when the submission queue is full.

@@ -33,6 +33,17 @@ std::vector<std::string> listDir(const std::string& path) {
   return names;
 }
 
+// Sends `size` patterned bytes over `link` and checks they arrive intact.
+void transferChecked(Link& link, size_t size, uint64_t seed) {
+  std::vector<uint8_t> out(size), in(size);
+  fillPattern(out.data(), out.size(), seed);
+  void* r = postRecv(link.recvComm, in.data(), in.size());
+  void* s = postSend(link.sendComm, out.data(), out.size());
+  EXPECT_EQ(waitRequest(s), ncclSuccess);
+  EXPECT_EQ(waitRequest(r), ncclSuccess);
+  EXPECT_EQ(verifyPattern(in.data(), in.size(), seed), -1);
+}
+
 TEST(Knobs, WorkersRunOnTheCpusNamed) {
   ASSERT_FALSE(params().cpus.empty()) << "run with BAGUA_NET_CPUS set";
   Link link = connectLink();  // starts the engine
@@ -57,13 +68,7 @@ TEST(Knobs, DataSocketsBusyPoll) {
   ASSERT_GT(params().busyPollUs, 0) << "run with BAGUA_NET_BUSY_POLL_US set";
   clearCapturedLog();
   Link link = connectLink();
-  std::vector<uint8_t> out(1 << 20), in(1 << 20);
-  fillPattern(out.data(), out.size(), 5);
-  void* r = postRecv(link.recvComm, in.data(), in.size());
-  void* s = postSend(link.sendComm, out.data(), out.size());
-  ASSERT_EQ(waitRequest(s), ncclSuccess);
-  ASSERT_EQ(waitRequest(r), ncclSuccess);
-  EXPECT_EQ(verifyPattern(in.data(), in.size(), 5), -1);
+  transferChecked(link, 1 << 20, 5);
   int busyPolling = 0;
   for (const std::string& fd : listDir("/proc/self/fd")) {
     int value = 0;
@@ -86,13 +91,7 @@ TEST(Knobs, DataSocketsBusyPoll) {
 size_t streamsOfNewLink(void* ctx) {
   Link link = connectLink(0, ctx);
   if (link.sendComm == nullptr || link.recvComm == nullptr) return 0;
-  std::vector<uint8_t> out(3u << 20), in(3u << 20);
-  fillPattern(out.data(), out.size(), 9);
-  void* r = postRecv(link.recvComm, in.data(), in.size());
-  void* s = postSend(link.sendComm, out.data(), out.size());
-  EXPECT_EQ(waitRequest(s), ncclSuccess);
-  EXPECT_EQ(waitRequest(r), ncclSuccess);
-  EXPECT_EQ(verifyPattern(in.data(), in.size(), 9), -1);
+  transferChecked(link, 3u << 20, 9);
   size_t sendStreams = static_cast<Comm*>(link.sendComm)->streamCount();
   EXPECT_EQ(static_cast<Comm*>(link.recvComm)->streamCount(), sendStreams)
       << "both ends must agree on the stream count";
