@@ -64,6 +64,16 @@ TEST(Knobs, WorkersRunOnTheCpusNamed) {
   closeLink(link);
 }
 
+TEST(KnobsBadCpu, ACpuThisMachineLacksIsAWarningNotAFailure) {
+  // Run with BAGUA_NET_CPUS naming a CPU that does not exist (e.g. 4095).
+  ASSERT_FALSE(params().cpus.empty()) << "run with BAGUA_NET_CPUS set";
+  clearCapturedLog();
+  Link link = connectLink();  // starts the engine: each worker tries to pin itself
+  transferChecked(link, 1 << 20, 11);
+  EXPECT_TRUE(logContains("BAGUA_NET_CPUS: cannot pin worker")) << "the refusal must be named";
+  closeLink(link);
+}
+
 TEST(Knobs, DataSocketsBusyPoll) {
   ASSERT_GT(params().busyPollUs, 0) << "run with BAGUA_NET_BUSY_POLL_US set";
   clearCapturedLog();
