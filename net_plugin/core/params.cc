@@ -98,6 +98,7 @@ Params loadParams() {
   readCpus(&p.cpus);
   readInt("BAGUA_NET_BUSY_POLL_US", 0, 1000000, &p.busyPollUs);
   readInt("BAGUA_NET_FLOWS_PER_PEER", 0, 4096, &p.flowsPerPeer);
+  readInt("BAGUA_NET_RTO_MIN_US", -1, 1000000, &p.rtoMinUs);
   if (const char* v = envOrNull("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
   if (const char* v = envOrNull("NCCL_SOCKET_FAMILY")) {
     p.socketFamily = v;

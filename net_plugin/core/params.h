@@ -17,6 +17,11 @@ namespace bagua::net {
 enum class EngineKind { kAuto, kIoUring, kEpoll };
 enum class ZeroCopyMode { kOff, kAuto, kAlways };
 
+// The minimum retransmission timeout BAGUA_NET_RTO_MIN_US=-1 picks: 50 to
+// 1000 times a datacenter round trip, so a spurious timeout needs a delay
+// spike that large, yet 20 times shorter than the kernel's default.
+constexpr int kAutoRtoMinUs = 10000;
+
 struct Params {
   // BAGUA_NET_STREAMS (int, 4): TCP streams per connection. Every chunk of a
   // message may travel on any stream, so one slow flow cannot hold a message
@@ -107,6 +112,13 @@ struct Params {
   // ceil(this / channels) streams, at most BAGUA_NET_STREAMS. Off: every
   // connection opens BAGUA_NET_STREAMS.
   int flowsPerPeer = 0;
+
+  // BAGUA_NET_RTO_MIN_US (int, -1 = auto = kAutoRtoMinUs, 0 = the
+  // kernel's): TCP's minimum retransmission timeout on data sockets
+  // (TCP_RTO_MIN_US, Linux 6.15). The kernel's 200 ms is what a stream waits
+  // when the last packets of a chunk are lost, and the whole message waits
+  // with it (measured: bench/results/cpu_rto_2026-11-22).
+  int rtoMinUs = -1;
 
   // NCCL_SOCKET_IFNAME (NCCL's): which interfaces become devices: a comma
   // list of prefixes, `^` excludes, `=` matches exactly (e.g. "=lo").

@@ -26,6 +26,34 @@ void setIntOption(int fd, int level, int name, int value, const char* label) {
   }
 }
 
+// TCP_RTO_MIN_US from Linux 6.15's uapi, which glibc's header may predate.
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+
+// Sets the minimum retransmission timeout (see Params::rtoMinUs). A kernel
+// without the option is told once: at INFO for the automatic value, as a
+// WARN when the user asked for one.
+void setRtoMin(int fd, int rtoMinUs) {
+  int value = rtoMinUs < 0 ? kAutoRtoMinUs : rtoMinUs;
+  if (value == 0 || setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &value, sizeof(value)) == 0) {
+    return;
+  }
+  static std::atomic<bool> told{false};
+  if (told.exchange(true)) return;
+  if (rtoMinUs < 0) {
+    BAGUA_INFO(NCCL_INIT | NCCL_NET,
+               "setsockopt(TCP_RTO_MIN_US=%d) failed: %s (needs Linux 6.15; keeping the kernel's "
+               "minimum retransmission timeout)",
+               value, strerror(errno));
+  } else {
+    BAGUA_WARN(
+        "BAGUA_NET_RTO_MIN_US=%d: setsockopt(TCP_RTO_MIN_US) failed: %s (needs Linux 6.15; "
+        "continuing with the kernel's minimum retransmission timeout)",
+        value, strerror(errno));
+  }
+}
+
 }  // namespace
 
 Fd& Fd::operator=(Fd&& other) noexcept {
@@ -100,6 +128,7 @@ void tuneStream(int fd, const Params& params) {
           errno == EPERM ? "; values above net.core.busy_read need CAP_NET_ADMIN" : "");
     }
   }
+  setRtoMin(fd, params.rtoMinUs);
   if (params.socketBufferBytes > 0) {
     int bytes = static_cast<int>(params.socketBufferBytes);
     setIntOption(fd, SOL_SOCKET, SO_SNDBUF, bytes, "SO_SNDBUF");

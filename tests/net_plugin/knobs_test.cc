@@ -1,11 +1,14 @@
 // Knobs that act on threads and sockets rather than on the data path:
 // BAGUA_NET_CPUS pins the engine's workers, BAGUA_NET_BUSY_POLL_US sets
 // SO_BUSY_POLL on data sockets, BAGUA_NET_FLOWS_PER_PEER turns NCCL's
-// setNetAttr hints into stream counts. tests/meson.build runs this binary
-// with BAGUA_NET_CPUS=0, BAGUA_NET_BUSY_POLL_US=25, BAGUA_NET_STREAMS=4 and
-// BAGUA_NET_FLOWS_PER_PEER=8.
+// setNetAttr hints into stream counts, BAGUA_NET_RTO_MIN_US sets
+// TCP_RTO_MIN_US. tests/meson.build runs this binary with BAGUA_NET_CPUS=0,
+// BAGUA_NET_BUSY_POLL_US=25, BAGUA_NET_STREAMS=4, BAGUA_NET_FLOWS_PER_PEER=8
+// and BAGUA_NET_RTO_MIN_US=12000; KnobDefaults.* with no knobs set.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,6 +47,50 @@ void transferChecked(Link& link, size_t size, uint64_t seed) {
   EXPECT_EQ(verifyPattern(in.data(), in.size(), seed), -1);
 }
 
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+
+// How many of this process's sockets have option (level, name) == value.
+int socketsWithOption(int level, int name, int value) {
+  int count = 0;
+  for (const std::string& fd : listDir("/proc/self/fd")) {
+    int got = 0;
+    socklen_t len = sizeof(got);
+    if (getsockopt(std::stoi(fd), level, name, &got, &len) == 0 && got == value) ++count;
+  }
+  return count;
+}
+
+// What getsockopt reports after setting TCP_RTO_MIN_US to `us` on a fresh
+// socket (the kernel rounds to its clock tick), or -1 without the option.
+int kernelRtoMinFor(int us) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int got = -1;
+  socklen_t len = sizeof(got);
+  if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &us, sizeof(us)) != 0 ||
+      getsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &got, &len) != 0) {
+    got = -1;
+  }
+  close(fd);
+  return got;
+}
+
+// Checks that both ends of every stream of a fresh link carry a minimum
+// retransmission timeout of `us`, or that the refusal was logged.
+void expectRtoMinOnDataSockets(int us, const char* refusal) {
+  clearCapturedLog();
+  Link link = connectLink();
+  transferChecked(link, 1 << 20, 13);
+  int expected = kernelRtoMinFor(us);
+  if (expected < 0) {
+    EXPECT_TRUE(logContains(refusal)) << "a kernel without TCP_RTO_MIN_US must be named";
+  } else {
+    EXPECT_GE(socketsWithOption(IPPROTO_TCP, TCP_RTO_MIN_US, expected), 2 * params().streams);
+  }
+  closeLink(link);
+}
+
 TEST(Knobs, WorkersRunOnTheCpusNamed) {
   ASSERT_FALSE(params().cpus.empty()) << "run with BAGUA_NET_CPUS set";
   Link link = connectLink();  // starts the engine
@@ -79,15 +126,7 @@ TEST(Knobs, DataSocketsBusyPoll) {
   clearCapturedLog();
   Link link = connectLink();
   transferChecked(link, 1 << 20, 5);
-  int busyPolling = 0;
-  for (const std::string& fd : listDir("/proc/self/fd")) {
-    int value = 0;
-    socklen_t len = sizeof(value);
-    if (getsockopt(std::stoi(fd), SOL_SOCKET, SO_BUSY_POLL, &value, &len) == 0 &&
-        value == params().busyPollUs) {
-      ++busyPolling;
-    }
-  }
+  int busyPolling = socketsWithOption(SOL_SOCKET, SO_BUSY_POLL, params().busyPollUs);
   if (logContains("SO_BUSY_POLL")) {
     EXPECT_EQ(busyPolling, 0) << "refused (no CAP_NET_ADMIN): said so in a WARN";
   } else {
@@ -95,6 +134,16 @@ TEST(Knobs, DataSocketsBusyPoll) {
     EXPECT_GE(busyPolling, 2 * params().streams);
   }
   closeLink(link);
+}
+
+TEST(Knobs, DataSocketsGetTheRtoMinimumAsked) {
+  ASSERT_EQ(params().rtoMinUs, 12000) << "run with BAGUA_NET_RTO_MIN_US=12000";
+  expectRtoMinOnDataSockets(12000, "BAGUA_NET_RTO_MIN_US=12000: setsockopt(TCP_RTO_MIN_US)");
+}
+
+TEST(KnobDefaults, DataSocketsGetTheAutomaticRtoMinimum) {
+  ASSERT_EQ(params().rtoMinUs, -1) << "run without BAGUA_NET_RTO_MIN_US";
+  expectRtoMinOnDataSockets(kAutoRtoMinUs, "setsockopt(TCP_RTO_MIN_US=");
 }
 
 // Streams of a link made under context `ctx`, checked to carry data.
