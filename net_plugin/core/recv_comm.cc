@@ -1,5 +1,11 @@
 // RecvComm (posted receives, chunk placement) and RecvStream (one stream's
 // read loop: header, then payload into the user buffer).
+//
+// Look-ahead: a payload receive also offers the header buffer after the
+// payload, so while data streams in, one receive ends a chunk and brings the
+// next chunk's header (one receive per chunk instead of two). The header
+// buffer is the stream's own, so nothing is read into memory the chunk's
+// placement has not decided on.
 #include "net_plugin/core/recv_comm.h"
 
 #include <cerrno>
@@ -101,17 +107,27 @@ void RecvStream::start() {
   readHeader();
 }
 
-void RecvStream::readHeader() {
+void RecvStream::readHeader(size_t ahead) {
   state_ = State::kHeader;
   dest_ = headerBytes_;
   want_ = sizeof(ChunkHeader);
-  got_ = 0;
-  readMore();
+  got_ = ahead;
+  if (got_ == want_) {
+    parseHeader();
+  } else {
+    readMore();
+  }
 }
 
 void RecvStream::readMore() {
   recvPending_ = true;
-  worker_->recv(fd_.get(), dest_ + got_, want_ - got_);
+  iov_[0] = {dest_ + got_, want_ - got_};
+  int iovcnt = 1;
+  if (state_ == State::kPayload) {
+    iov_[1] = {headerBytes_, sizeof(headerBytes_)};
+    iovcnt = 2;
+  }
+  worker_->recv(fd_.get(), iov_, iovcnt);
 }
 
 void RecvStream::resume() {
@@ -166,16 +182,26 @@ void RecvStream::onRecvDone(int result) {
     comm_->fail(status, errnoMessage("receive on stream " + std::to_string(index_), err));
     return;
   }
-  got_ += static_cast<size_t>(result);
+  size_t n = static_cast<size_t>(result);
+  size_t ahead = 0;  // bytes of the next header read after the payload
+  if (n > want_ - got_) {
+    ahead = n - (want_ - got_);
+    n = want_ - got_;
+  }
+  got_ += n;
   if (got_ < want_) {
     readMore();
     return;
   }
   if (state_ == State::kPayload) {
     RecvComm::chunkArrived(req_, header_.len);
-    readHeader();
+    readHeader(ahead);
     return;
   }
+  parseHeader();
+}
+
+void RecvStream::parseHeader() {
   std::string why;
   if (!parseChunkHeader(headerBytes_, sizeof(headerBytes_), &header_, &why)) {
     state_ = State::kFailed;

@@ -76,8 +76,12 @@ class RecvStream final : public Stream {
  private:
   enum class State { kHeader, kPayload, kParked, kFinished, kFailed };
 
-  void readHeader();
+  // Starts on the next chunk's header, of which `ahead` bytes already
+  // arrived with the previous payload.
+  void readHeader(size_t ahead = 0);
   void readMore();
+  // Parses a complete header, then places the chunk.
+  void parseHeader();
   void place();
   void onEof();
 
@@ -89,6 +93,7 @@ class RecvStream final : public Stream {
   uint8_t* dest_ = nullptr;  // where the current read goes
   size_t want_ = 0;          // bytes the current state needs
   size_t got_ = 0;           // bytes of them already read
+  iovec iov_[2]{};           // the pending receive's buffers
 };
 
 }  // namespace bagua::net

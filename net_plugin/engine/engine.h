@@ -64,8 +64,9 @@ class Worker {
   // untouched until the notification. Only if zeroCopySupported().
   virtual void sendZeroCopy(int /*fd*/, const iovec* /*iov*/, int /*iovcnt*/,
                             IoHandler* /*completion*/) {}
-  // Starts receiving up to `len` bytes into `buf`.
-  virtual void recv(int fd, void* buf, size_t len) = 0;
+  // Starts receiving into the buffers of `iov`, filled in order, up to their
+  // total size (the array and its buffers must live until done).
+  virtual void recv(int fd, const iovec* iov, int iovcnt) = 0;
   // Makes any pending operation on `fd` finish soon.
   virtual void cancel(int fd) = 0;
   // Calls the fd's handler's onTimer() after `delay` (at most one per fd).

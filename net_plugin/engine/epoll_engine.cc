@@ -34,8 +34,8 @@ struct FdState {
   IoHandler* handler = nullptr;
   const iovec* sendIov = nullptr;  // pending send, when not null
   int sendIovcnt = 0;
-  void* recvBuf = nullptr;  // pending receive, when not null
-  size_t recvLen = 0;
+  const iovec* recvIov = nullptr;  // pending receive, when not null
+  int recvIovcnt = 0;
 };
 
 class EpollWorker final : public Worker {
@@ -94,17 +94,17 @@ class EpollWorker final : public Worker {
     trySend(fd, st);
   }
 
-  void recv(int fd, void* buf, size_t len) override {
+  void recv(int fd, const iovec* iov, int iovcnt) override {
     FdState& st = fds_.at(fd);
-    st.recvBuf = buf;
-    st.recvLen = len;
+    st.recvIov = iov;
+    st.recvIovcnt = iovcnt;
     tryRecv(fd, st);
   }
 
   void cancel(int fd) override {
     FdState& st = fds_.at(fd);
     if (st.sendIov != nullptr) complete(st, &st.sendIov, true, -ECANCELED);
-    if (st.recvBuf != nullptr) complete(st, nullptr, false, -ECANCELED);
+    if (st.recvIov != nullptr) complete(st, &st.recvIov, false, -ECANCELED);
   }
 
  private:
@@ -138,12 +138,9 @@ class EpollWorker final : public Worker {
     return static_cast<int>(std::max<long long>(0, left.count() + 1));
   }
 
-  void complete(FdState& st, const iovec** clear, bool isSend, int result) {
-    if (isSend) {
-      *clear = nullptr;
-    } else {
-      st.recvBuf = nullptr;
-    }
+  // Ends the operation whose iovec pointer is *pending.
+  void complete(FdState& st, const iovec** pending, bool isSend, int result) {
+    *pending = nullptr;
     done_.push_back({st.handler, isSend, result});
   }
 
@@ -157,9 +154,17 @@ class EpollWorker final : public Worker {
   }
 
   void tryRecv(int fd, FdState& st) {
-    ssize_t n = ::recv(fd, st.recvBuf, st.recvLen, MSG_DONTWAIT);
+    ssize_t n = 0;
+    if (st.recvIovcnt == 1) {
+      n = ::recv(fd, st.recvIov[0].iov_base, st.recvIov[0].iov_len, MSG_DONTWAIT);
+    } else {
+      msghdr msg{};
+      msg.msg_iov = const_cast<iovec*>(st.recvIov);
+      msg.msg_iovlen = static_cast<size_t>(st.recvIovcnt);
+      n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+    }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    complete(st, nullptr, false, n < 0 ? -errno : static_cast<int>(n));
+    complete(st, &st.recvIov, false, n < 0 ? -errno : static_cast<int>(n));
   }
 
   void deliver() {
@@ -201,7 +206,7 @@ class EpollWorker final : public Worker {
         if (it == fds_.end()) continue;
         FdState& st = it->second;
         if (st.sendIov != nullptr) trySend(fd, st);
-        if (st.recvBuf != nullptr) tryRecv(fd, st);
+        if (st.recvIov != nullptr) tryRecv(fd, st);
       }
       deliver();
     }

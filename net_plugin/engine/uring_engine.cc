@@ -96,12 +96,13 @@ class UringWorker final : public Worker {
   void detach(int fd) override {
     handlers_.erase(fd);
     sendMsgs_.erase(fd);
+    recvMsgs_.erase(fd);
     timers_.erase(fd);
   }
 
   void send(int fd, const iovec* iov, int iovcnt) override {
     io_uring_sqe* sqe = nextSqe();
-    io_uring_prep_sendmsg(sqe, fd, sendMsg(fd, iov, iovcnt), MSG_NOSIGNAL);
+    io_uring_prep_sendmsg(sqe, fd, messageFor(&sendMsgs_, fd, iov, iovcnt), MSG_NOSIGNAL);
     io_uring_sqe_set_data64(sqe, encode(handlers_.at(fd), kSend));
   }
 
@@ -109,14 +110,18 @@ class UringWorker final : public Worker {
 
   void sendZeroCopy(int fd, const iovec* iov, int iovcnt, IoHandler* completion) override {
     io_uring_sqe* sqe = nextSqe();
-    io_uring_prep_sendmsg_zc(sqe, fd, sendMsg(fd, iov, iovcnt), MSG_NOSIGNAL);
+    io_uring_prep_sendmsg_zc(sqe, fd, messageFor(&sendMsgs_, fd, iov, iovcnt), MSG_NOSIGNAL);
     sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
     io_uring_sqe_set_data64(sqe, encode(completion, kSendZc));
   }
 
-  void recv(int fd, void* buf, size_t len) override {
+  void recv(int fd, const iovec* iov, int iovcnt) override {
     io_uring_sqe* sqe = nextSqe();
-    io_uring_prep_recv(sqe, fd, buf, len, 0);
+    if (iovcnt == 1) {  // plain recv: no msghdr to copy in
+      io_uring_prep_recv(sqe, fd, iov[0].iov_base, iov[0].iov_len, 0);
+    } else {
+      io_uring_prep_recvmsg(sqe, fd, messageFor(&recvMsgs_, fd, iov, iovcnt), 0);
+    }
     io_uring_sqe_set_data64(sqe, encode(handlers_.at(fd), kRecv));
   }
 
@@ -252,10 +257,11 @@ class UringWorker final : public Worker {
     io_uring_sqe_set_data64(sqe, kWake);
   }
 
-  // The fd's msghdr for a sendmsg of `iov` (it must outlive the pending send;
-  // at most one send is pending per fd).
-  msghdr* sendMsg(int fd, const iovec* iov, int iovcnt) {
-    msghdr& msg = sendMsgs_[fd];
+  // The fd's msghdr in `msgs` for a sendmsg or recvmsg of `iov` (it must
+  // outlive the pending operation; at most one of each is pending per fd).
+  static msghdr* messageFor(std::unordered_map<int, msghdr>* msgs, int fd, const iovec* iov,
+                            int iovcnt) {
+    msghdr& msg = (*msgs)[fd];
     msg = msghdr{};
     msg.msg_iov = const_cast<iovec*>(iov);
     msg.msg_iovlen = static_cast<size_t>(iovcnt);
@@ -280,6 +286,7 @@ class UringWorker final : public Worker {
   std::thread thread_;
   std::unordered_map<int, IoHandler*> handlers_;
   std::unordered_map<int, msghdr> sendMsgs_;           // must outlive each pending sendmsg
+  std::unordered_map<int, msghdr> recvMsgs_;           // must outlive each pending recvmsg
   std::unordered_map<int, __kernel_timespec> timers_;  // must outlive each pending timeout
 };
 

@@ -18,16 +18,6 @@
 namespace bagua::net::testing {
 namespace {
 
-// A raw TCP connection to the listener named by `handle`.
-int rawConnect(const char* handle) {
-  ListenHandle h;
-  std::memcpy(&h, handle, sizeof(h));
-  int fd = ::socket(h.addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  EXPECT_GE(fd, 0);
-  EXPECT_EQ(::connect(fd, &h.addr.sa, sockAddrLen(h.addr)), 0);
-  return fd;
-}
-
 // Calls accept() until `until` passes; returns any comm it produced.
 void* acceptFor(void* listenComm, std::chrono::milliseconds until) {
   auto deadline = std::chrono::steady_clock::now() + until;

@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "net_plugin/api/api.h"
+#include "net_plugin/core/wire.h"
 
 namespace bagua::net::testing {
 namespace {
@@ -76,6 +79,15 @@ ncclResult_t waitForError(void* request, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(1ms);
   }
   return ncclInternalError;
+}
+
+int rawConnect(const char* handle) {
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  int fd = ::socket(h.addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::connect(fd, &h.addr.sa, sockAddrLen(h.addr)), 0);
+  return fd;
 }
 
 void* postSend(void* sendComm, const void* data, size_t size, void* mhandle) {

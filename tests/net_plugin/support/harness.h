@@ -29,6 +29,10 @@ Link connectLink(int dev = 0, void* ctx = nullptr);
 // Closes all three comms (NULL ones are skipped); expects success.
 void closeLink(Link& link);
 
+// A raw TCP connection to the listener named by `handle` (a listen()
+// handle), for tests that speak, or mangle, the wire protocol themselves.
+int rawConnect(const char* handle);
+
 // Polls test() until the request finishes or fails. Returns test()'s result
 // (ncclInternalError, with a test failure, when `timeout` passes first).
 ncclResult_t waitRequest(void* request, int* size = nullptr,

@@ -1,0 +1,112 @@
+// The receive side against a hand-written sender: every chunk boundary of
+// the byte stream may fall anywhere in a receive. A raw socket presents a
+// valid hello (one stream) and then writes chunk headers and payloads,
+// first all in one write, then dribbled a few bytes at a time, so headers
+// arrive whole, split, and partly together with the previous payload (the
+// receiver's look-ahead read). tests/meson.build runs it on both engines.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "net_plugin/api/api.h"
+#include "net_plugin/core/wire.h"
+#include "tests/net_plugin/support/harness.h"
+
+namespace bagua::net::testing {
+namespace {
+
+// One message as the hand-written sender cuts it.
+struct Message {
+  uint64_t size;
+  std::vector<uint32_t> chunkLens;  // in wire order; they cover the message
+};
+
+void appendBytes(std::vector<uint8_t>* out, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  out->insert(out->end(), p, p + n);
+}
+
+// The wire bytes of `messages`, numbered from `firstSeq`, each message's
+// payload the pattern of its sequence number.
+std::vector<uint8_t> wireBytes(const std::vector<Message>& messages, uint64_t firstSeq) {
+  std::vector<uint8_t> out;
+  uint64_t seq = firstSeq;
+  for (const Message& m : messages) {
+    std::vector<uint8_t> payload(m.size);
+    fillPattern(payload.data(), payload.size(), seq);
+    uint64_t offset = 0;
+    for (uint32_t len : m.chunkLens) {
+      ChunkHeader header = makeChunkHeader(seq, m.size, offset, len);
+      appendBytes(&out, &header, sizeof(header));
+      appendBytes(&out, payload.data() + offset, len);
+      offset += len;
+    }
+    ++seq;
+  }
+  return out;
+}
+
+// Writes `bytes` in pieces of `piece` bytes (0: one write), pausing after each.
+void writeInPieces(int fd, const std::vector<uint8_t>& bytes, size_t piece) {
+  size_t step = piece == 0 ? bytes.size() : piece;
+  for (size_t at = 0; at < bytes.size(); at += step) {
+    size_t n = std::min(step, bytes.size() - at);
+    ASSERT_EQ(::send(fd, bytes.data() + at, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+    if (piece != 0) std::this_thread::sleep_for(200us);
+  }
+}
+
+TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  int fd = rawConnect(handle);
+  Hello hello = makeHello(0, 1, h.token, /*connId=*/77);
+  ASSERT_EQ(::send(fd, &hello, sizeof(hello), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(hello)));
+  void* recvComm = nullptr;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (recvComm == nullptr && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(api::accept(listenComm, &recvComm), ncclSuccess);
+  }
+  ASSERT_NE(recvComm, nullptr) << "a one-stream sender with the right token is accepted";
+
+  // Chunks of odd lengths, a one-byte chunk, an empty message, and chunks
+  // out of offset order (the receiver places by offset).
+  const std::vector<Message> messages = {
+      {6001, {1000, 1, 5000}}, {0, {0}}, {100, {100}}, {70000, {40000, 30000}}, {3, {1, 1, 1}}};
+  struct Pass {
+    size_t piece;
+    const char* what;
+  };
+  uint64_t seq = 0;
+  for (Pass pass : {Pass{0, "one write"}, Pass{7, "7-byte pieces"}, Pass{33, "33-byte pieces"},
+                    Pass{4099, "4099-byte pieces"}}) {
+    std::vector<std::vector<uint8_t>> in;
+    std::vector<void*> requests;
+    for (const Message& m : messages) in.emplace_back(m.size + 16);
+    for (size_t i = 0; i < messages.size(); ++i) {
+      requests.push_back(postRecv(recvComm, in[i].data(), in[i].size()));
+    }
+    writeInPieces(fd, wireBytes(messages, seq), pass.piece);
+    for (size_t i = 0; i < messages.size(); ++i) {
+      int size = -1;
+      ASSERT_EQ(waitRequest(requests[i], &size, 20s), ncclSuccess) << pass.what << ", message " << i;
+      EXPECT_EQ(size, static_cast<int>(messages[i].size)) << pass.what << ", message " << i;
+      EXPECT_EQ(verifyPattern(in[i].data(), messages[i].size, seq + i), -1)
+          << pass.what << ", message " << i;
+    }
+    seq += messages.size();
+  }
+  ::close(fd);
+  EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace bagua::net::testing
