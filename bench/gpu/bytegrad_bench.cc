@@ -8,20 +8,18 @@
 //   bytegrad_bench [--mib 100] [--tensor-mib 4] [--steps 10] [--reps 3]
 // Transport choice is NCCL's environment (NCCL_NET, NCCL_NET_PLUGIN, ...).
 #include <cuda_runtime_api.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/comm/nccl_communicator.h"
+#include "runtime/examples/local_ranks.h"
 #include "runtime/ops/cuda_ops.h"
 #include "runtime/reducer/reducer.h"
 #include "runtime/store/file_store.h"
@@ -131,31 +129,6 @@ int runRank(const Args& a, int rank, const std::string& dir) {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
-  std::string dir =
-      std::filesystem::temp_directory_path() / ("bagua-bench-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < 2; ++r) {
-    std::fflush(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) {
-      int code = 1;
-      try {
-        code = runRank(a, r, dir);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
-      }
-      std::fflush(nullptr);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-  int failed = 0;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  std::filesystem::remove_all(dir);
-  return failed == 0 ? 0 : 1;
+  return bagua::examples::runLocalRanks(
+      2, "bagua-bench", [&](int rank, const std::string& dir) { return runRank(a, rank, dir); });
 }

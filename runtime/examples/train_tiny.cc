@@ -6,14 +6,11 @@
 // same parameters.
 //
 //   train_tiny --ranks 4 --algorithm bytegrad [--steps 200] [--error-feedback]
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +18,7 @@
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/comm/gloo_communicator.h"
+#include "runtime/examples/local_ranks.h"
 #include "runtime/ops/cpu_ops.h"
 #include "runtime/reducer/reducer.h"
 #include "runtime/store/file_store.h"
@@ -162,31 +160,7 @@ int runRank(const Args& args, int rank, const std::string& storeDir) {
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
-  std::string dir =
-      std::filesystem::temp_directory_path() / ("bagua-train-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < args.ranks; ++r) {
-    std::fflush(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) {
-      int code = 1;
-      try {
-        code = runRank(args, r, dir);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
-      }
-      std::fflush(nullptr);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-  int failed = 0;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  std::filesystem::remove_all(dir);
-  return failed == 0 ? 0 : 1;
+  return bagua::examples::runLocalRanks(
+      args.ranks, "bagua-train",
+      [&](int rank, const std::string& dir) { return runRank(args, rank, dir); });
 }

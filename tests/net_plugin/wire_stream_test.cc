@@ -96,7 +96,8 @@ TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
     writeInPieces(fd, wireBytes(messages, seq), pass.piece);
     for (size_t i = 0; i < messages.size(); ++i) {
       int size = -1;
-      ASSERT_EQ(waitRequest(requests[i], &size, 20s), ncclSuccess) << pass.what << ", message " << i;
+      ASSERT_EQ(waitRequest(requests[i], &size, 20s), ncclSuccess)
+          << pass.what << ", message " << i;
       EXPECT_EQ(size, static_cast<int>(messages[i].size)) << pass.what << ", message " << i;
       EXPECT_EQ(verifyPattern(in[i].data(), messages[i].size, seq + i), -1)
           << pass.what << ", message " << i;
