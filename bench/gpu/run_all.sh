@@ -150,7 +150,7 @@ record_env() {
     echo "# env.txt written by bench/gpu/run_all.sh"
     echo "date: $(date -Is)"
     echo "uname: $(uname -srvm)"
-    echo "nproc: $(nproc)"
+    echo "nproc: $(getconf _NPROCESSORS_ONLN) (online CPUs; nproc would follow OMP_NUM_THREADS)"
     timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total \
       --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
     echo "cuda (nvidia-smi): $(timeout 30 nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -n 1)"
