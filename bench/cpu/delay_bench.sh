@@ -28,6 +28,10 @@
 #   PLUGIN_ENV (e.g. BAGUA_NET_CPUS=0-1): added to every plugin configuration
 #   EXTRA_CONFIGS ("name=ENV=VAL[,ENV=VAL];name2=..."): more plugin configurations,
 #   measured interleaved with the others (the pass's cap and PLUGIN_ENV added)
+#   TCP_INFO_EVERY=S: every S seconds, the sending namespace's `ss -tin` (TCP_INFO:
+#   busy / rwnd_limited / sndbuf_limited time, retransmissions, RTO) goes to
+#   OUT/<pass>.tcp_info.txt, labelled with the configuration then running;
+#   bench/cpu/tcp_info_summary.py condenses it per configuration
 set -euo pipefail
 set -m  # background jobs get their own process group: teardown can stop a whole run
 OUT=${1:?usage: delay_bench.sh OUT_DIR [RTT_MS ...]}
@@ -141,6 +145,16 @@ setup() {  # setup RTT_MS LOG: namespaces, emulator, addresses; waits for a ping
   exit 1
 }
 
+# sample_tcp_info STEM: `ss -tin` in the sending namespace while the run lasts.
+sample_tcp_info() {
+  while kill -0 "$PERF_PID" 2>/dev/null; do
+    # (between configurations there may be no line to match: not an error)
+    echo "=== $(date +%T) $(grep -o '\] [^ ]* rep [0-9/]*: [a-z]* [0-9A-Z]*' "$1.progress" | tail -n 1 || true)"
+    ip netns exec "$A" ss -tin state established | grep ' busy:' || true
+    sleep "$TCP_INFO_EVERY"
+  done >"$1.tcp_info.txt" 2>&1
+}
+
 # run_pass RTT_MS NAME EXTRA_ENV: one bagua-net-perf run -> OUT/NAME.{json,txt}
 run_pass() {
   local log="$OUT/$2.emulator.txt" base=$3
@@ -160,8 +174,9 @@ run_pass() {
   NCCL_SOCKET_IFNAME="=$IF" "$PERF" --plugin "$PLUGIN" --ranks 2 --netns "$A,$B" \
     --pattern "$PATTERNS" $SIZES --reps "$REPS" --baseline --baseline-if $IF \
     --configs "bagua=$base;bagua-1-stream=BAGUA_NET_STREAMS=1$extra;bagua-8-streams=BAGUA_NET_STREAMS=8$extra$more" \
-    --json "$OUT/$2.json" > >(tee "$OUT/$2.txt") &
+    --json "$OUT/$2.json" > >(tee "$OUT/$2.txt") 2> >(tee "$OUT/$2.progress" >&2) &
   PERF_PID=$!
+  if [[ -n ${TCP_INFO_EVERY:-} ]]; then sample_tcp_info "$OUT/$2" & fi
   wait "$PERF_PID"
   PERF_PID=
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$log"
