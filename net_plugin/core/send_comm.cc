@@ -59,9 +59,7 @@ bool SendComm::sendInlineLocked(Request* req) {
   auto* s = static_cast<SendStream*>(streams_[stream].get());
   ChunkHeader header = makeChunkHeader(req->seq, req->size, 0, static_cast<uint32_t>(req->size));
   iovec iov[2] = {{&header, sizeof(header)}, {req->data, req->size}};
-  msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = req->size > 0 ? 2 : 1;
+  msghdr msg = messageOf(iov, req->size > 0 ? 2 : 1);
   ssize_t n = ::sendmsg(s->fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n <= 0) return false;  // EAGAIN or an error: the worker path retries and reports
   Chunk chunk{req, 0, static_cast<uint32_t>(req->size)};

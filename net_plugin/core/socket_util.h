@@ -3,6 +3,9 @@
 // the address and errno (EMFILE and ENOMEM included).
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <utility>
 
 #include "net_plugin/core/params.h"
@@ -46,6 +49,15 @@ void tuneStream(int fd, const Params& params);
 
 // Sets or clears O_NONBLOCK. Throws on failure.
 void setNonBlocking(int fd, bool nonBlocking);
+
+// A msghdr for sendmsg/recvmsg over `iovcnt` buffers of `iov` (no address, no
+// control data), as every vectored send and receive of the plugin uses.
+inline msghdr messageOf(const iovec* iov, int iovcnt) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<size_t>(iovcnt);
+  return msg;
+}
 
 // True for connect errors that a later attempt may not hit.
 bool isRetryableConnectError(int err);

@@ -145,9 +145,7 @@ class EpollWorker final : public Worker {
   }
 
   void trySend(int fd, FdState& st) {
-    msghdr msg{};
-    msg.msg_iov = const_cast<iovec*>(st.sendIov);
-    msg.msg_iovlen = static_cast<size_t>(st.sendIovcnt);
+    msghdr msg = messageOf(st.sendIov, st.sendIovcnt);
     ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     complete(st, &st.sendIov, true, n < 0 ? -errno : static_cast<int>(n));
@@ -158,9 +156,7 @@ class EpollWorker final : public Worker {
     if (st.recvIovcnt == 1) {
       n = ::recv(fd, st.recvIov[0].iov_base, st.recvIov[0].iov_len, MSG_DONTWAIT);
     } else {
-      msghdr msg{};
-      msg.msg_iov = const_cast<iovec*>(st.recvIov);
-      msg.msg_iovlen = static_cast<size_t>(st.recvIovcnt);
+      msghdr msg = messageOf(st.recvIov, st.recvIovcnt);
       n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;

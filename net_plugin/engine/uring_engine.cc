@@ -262,9 +262,7 @@ class UringWorker final : public Worker {
   static msghdr* messageFor(std::unordered_map<int, msghdr>* msgs, int fd, const iovec* iov,
                             int iovcnt) {
     msghdr& msg = (*msgs)[fd];
-    msg = msghdr{};
-    msg.msg_iov = const_cast<iovec*>(iov);
-    msg.msg_iovlen = static_cast<size_t>(iovcnt);
+    msg = messageOf(iov, iovcnt);
     return &msg;
   }
 
