@@ -118,12 +118,13 @@ ncclResult_t setNetAttr(void* ctx, const ncclNetAttr_v11_t* attr) {
     auto* context = static_cast<Context*>(ctx);
     int flows = attr->sendCommAttr.maxFlowsPerPeer;
     if (flows > 0 && context->flowsPerPeer.exchange(flows) != flows && params().flowsPerPeer > 0) {
-      BAGUA_INFO(NCCL_NET,
-                 "setNetAttr: %d connections per peer; new connections open %d streams "
-                 "(BAGUA_NET_FLOWS_PER_PEER=%d, BAGUA_NET_STREAMS=%d)",
-                 flows,
-                 std::clamp((params().flowsPerPeer + flows - 1) / flows, 1, params().streams),
-                 params().flowsPerPeer, params().streams);
+      BAGUA_INFO(
+          NCCL_NET,
+          "setNetAttr: %d connections per peer; new connections open %d streams "
+          "(BAGUA_NET_FLOWS_PER_PEER=%d, BAGUA_NET_STREAMS=%d)",
+          flows,
+          std::clamp((params().flowsPerPeer + flows - 1) / flows, 1, streamsToOpen(params())),
+          params().flowsPerPeer, params().streams);
     }
     return Status::kOk;
   });
@@ -165,7 +166,7 @@ ncclResult_t listen(int dev, void* handle, void** listenComm) {
     BAGUA_CHECK_ARG(dev >= 0 && dev < deviceCount(), "device %d (the plugin has %d)", dev,
                     deviceCount());
     auto comm = std::make_unique<ListenComm>(PluginState::get().devices()[static_cast<size_t>(dev)],
-                                             params().streams);
+                                             streamsToOpen(params()));
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
     std::memcpy(handle, &comm->handle(), sizeof(ListenHandle));
     Registry::get().add(comm.get(), ObjectKind::kListen);

@@ -1,6 +1,7 @@
 // Reading and validating the environment knobs declared in params.h.
 #include "net_plugin/core/params.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "net_plugin/core/log.h"
@@ -99,6 +100,7 @@ Params loadParams() {
   readInt("BAGUA_NET_BUSY_POLL_US", 0, 1000000, &p.busyPollUs);
   readInt("BAGUA_NET_FLOWS_PER_PEER", 0, 4096, &p.flowsPerPeer);
   readInt("BAGUA_NET_RTO_MIN_US", -1, 1000000, &p.rtoMinUs);
+  readInt("BAGUA_NET_MAX_STREAMS", 0, 64, &p.maxStreams);
   if (const char* v = envOrNull("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
   if (const char* v = envOrNull("NCCL_SOCKET_FAMILY")) {
     p.socketFamily = v;
@@ -167,6 +169,8 @@ const Params& params() {
   return loaded;
 }
 
+int streamsToOpen(const Params& p) { return std::max(p.streams, p.maxStreams); }
+
 const std::vector<std::string>& paramNames() {
   static const std::vector<std::string> names = {
       "BAGUA_NET_STREAMS",
@@ -186,6 +190,8 @@ const std::vector<std::string>& paramNames() {
       "BAGUA_NET_CPUS",
       "BAGUA_NET_BUSY_POLL_US",
       "BAGUA_NET_FLOWS_PER_PEER",
+      "BAGUA_NET_RTO_MIN_US",
+      "BAGUA_NET_MAX_STREAMS",
       "NCCL_SOCKET_IFNAME",
       "NCCL_SOCKET_FAMILY",
   };

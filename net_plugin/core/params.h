@@ -120,6 +120,14 @@ struct Params {
   // with it (measured: bench/results/cpu_rto_2026-11-22).
   int rtoMinUs = -1;
 
+  // BAGUA_NET_MAX_STREAMS (int, 0 = off): adaptive stream count. Each
+  // connection opens max(this, BAGUA_NET_STREAMS) streams and starts sending
+  // on BAGUA_NET_STREAMS of them; every 100 ms the sender reads TCP_INFO and
+  // adds a stream while its streams are mostly window- or buffer-limited, or
+  // drops one while they are not and bytes are being resent (stream_tuner.h).
+  // Off: every stream carries chunks all the time. Range 0..64.
+  int maxStreams = 0;
+
   // NCCL_SOCKET_IFNAME (NCCL's): which interfaces become devices: a comma
   // list of prefixes, `^` excludes, `=` matches exactly (e.g. "=lo").
   std::string socketIfname;
@@ -132,6 +140,10 @@ struct Params {
 // The process's knobs, read from the environment on first use. Throws
 // NetError naming the knob and the expected form when a value is malformed.
 const Params& params();
+
+// How many streams a connection opens: BAGUA_NET_STREAMS, or
+// BAGUA_NET_MAX_STREAMS when that is larger.
+int streamsToOpen(const Params& p);
 
 // Names of every knob above, for logging and the docs check.
 const std::vector<std::string>& paramNames();

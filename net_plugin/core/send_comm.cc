@@ -15,15 +15,35 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
+      active_(static_cast<int>(fds.size())),
       chunkBytes_(params().chunkBytes),
       minSplitBytes_(params().minSplitBytes),
       limiter_(std::move(limiter)) {
+  if (params().maxStreams > 0 && fds.size() > 1) {
+    std::vector<int> raw;
+    for (const Fd& fd : fds) raw.push_back(fd.get());
+    tuner_.emplace(std::move(raw), params().streams);
+    active_ = tuner_->active();
+  }
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
                                                    &nextWorker(*engine_)));
   }
   startStreams(std::move(streams));
+}
+
+SendComm::~SendComm() {
+  if (tuner_ && (tuner_->widened() > 0 || tuner_->narrowed() > 0)) {
+    BAGUA_INFO(
+        NCCL_NET, "connection to %s ended on %d of %d streams (widened %d, narrowed %d times)",
+        peer().c_str(), tuner_->active(), tuner_->most(), tuner_->widened(), tuner_->narrowed());
+  }
+}
+
+int SendComm::activeStreams() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return active_;
 }
 
 Status SendComm::isend(void* data, size_t size, Request** out) {
@@ -40,7 +60,7 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
     queue_.push_back(req);
     // Wake as many idle streams as the message has chunks.
     size_t chunks = size <= minSplitBytes_ ? 1 : (size + chunkBytes_ - 1) / chunkBytes_;
-    for (size_t i = 0; i < idle_.size() && wake.size() < chunks; ++i) {
+    for (size_t i = 0; i < static_cast<size_t>(active_) && wake.size() < chunks; ++i) {
       if (idle_[i]) {
         idle_[i] = false;
         wake.push_back(static_cast<SendStream*>(streams_[i].get()));
@@ -54,8 +74,9 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
 bool SendComm::sendInlineLocked(Request* req) {
   if (req->size > minSplitBytes_ || !queue_.empty() || limiter_ || failed()) return false;
   size_t stream = 0;
-  while (stream < idle_.size() && !idle_[stream]) ++stream;
-  if (stream == idle_.size()) return false;
+  auto active = static_cast<size_t>(active_);
+  while (stream < active && !idle_[stream]) ++stream;
+  if (stream == active) return false;
   auto* s = static_cast<SendStream*>(streams_[stream].get());
   ChunkHeader header = makeChunkHeader(req->seq, req->size, 0, static_cast<uint32_t>(req->size));
   iovec iov[2] = {{&header, sizeof(header)}, {req->data, req->size}};
@@ -77,7 +98,13 @@ bool SendComm::sendInlineLocked(Request* req) {
 
 bool SendComm::takeChunk(int stream, Chunk* out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (queue_.empty() || failed()) {
+  // A stream the tuner adds starts at the next isend(), which wakes idle
+  // streams below active_. Waking it from here would post to another
+  // stream's worker from a worker, which could race with close().
+  if (tuner_ && !failed() && tuner_->maybeRetune(StreamTuner::Clock::now())) {
+    active_ = tuner_->active();
+  }
+  if (queue_.empty() || failed() || stream >= active_) {
     idle_[static_cast<size_t>(stream)] = true;
     return false;
   }

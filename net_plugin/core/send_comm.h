@@ -6,6 +6,10 @@
 // the first idle stream (lowest latency, one system call); a larger one is
 // cut into chunks of at most chunkBytes. A zero-byte message is one header.
 //
+// Stream count: with BAGUA_NET_MAX_STREAMS set, chunks go only to the first
+// `active_` streams, a count a StreamTuner moves from TCP_INFO each epoch
+// (stream_tuner.h); the others stay connected and idle until it grows.
+//
 // Fast path: when nothing is queued and a stream is idle, isend() sends a
 // small message itself, on the caller's thread, with a non-blocking
 // sendmsg (as NCCL's socket transport does from its proxy thread): no
@@ -18,11 +22,13 @@
 #include <cstdint>
 
 #include <deque>
+#include <optional>
 
 #include "net_plugin/core/comm.h"
 #include "net_plugin/core/rate_limiter.h"
 #include "net_plugin/core/socket_util.h"
 #include "net_plugin/core/stream.h"
+#include "net_plugin/core/stream_tuner.h"
 #include "net_plugin/core/wire.h"
 
 namespace bagua::net {
@@ -42,6 +48,7 @@ class SendComm final : public Comm {
   // (may be NULL) caps the rank's send rate.
   SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
            std::shared_ptr<RateLimiter> limiter);
+  ~SendComm() override;
 
   // Queues a message. *req is nullptr when all requests are in use (NCCL
   // retries later). Thread-safe.
@@ -54,6 +61,9 @@ class SendComm final : public Comm {
   // For streams: the limiter, or NULL.
   RateLimiter* limiter() const { return limiter_.get(); }
 
+  // Streams chunks are handed to now (all of them unless adaptive).
+  int activeStreams();
+
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override { pool_.release(req); }
@@ -63,10 +73,12 @@ class SendComm final : public Comm {
   bool sendInlineLocked(Request* req);
 
   RequestPool pool_;
-  std::deque<Request*> queue_;  // (mutex) messages with chunks not yet taken
-  uint64_t cursor_ = 0;         // (mutex) bytes of queue_.front() already taken
-  uint64_t nextSeq_ = 0;        // (mutex)
-  std::vector<bool> idle_;      // (mutex) per stream: waiting for work
+  std::deque<Request*> queue_;        // (mutex) messages with chunks not yet taken
+  uint64_t cursor_ = 0;               // (mutex) bytes of queue_.front() already taken
+  uint64_t nextSeq_ = 0;              // (mutex)
+  std::vector<bool> idle_;            // (mutex) per stream: waiting for work
+  int active_;                        // (mutex) streams [0, active_) take chunks
+  std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;
   size_t minSplitBytes_;
   std::shared_ptr<RateLimiter> limiter_;
