@@ -5,7 +5,8 @@
 # serialisation rate of RATE_MBIT in each direction and a tail-drop queue of
 # at least one bandwidth-delay product. bagua-net-perf runs one rank in each
 # namespace and measures, interleaved in the same run, the plugin at its
-# defaults (4 streams), with 1 and with 8 streams, and one plain blocking TCP
+# defaults (4 streams, adaptive count), with 4 and 8 streams fixed
+# (BAGUA_NET_ADAPTIVE_STREAMS=0), with 1 stream, and one plain blocking TCP
 # socket per direction. A second pass caps the plugin's socket buffers
 # (BAGUA_NET_SOCKET_BUFFER_BYTES=CAP), so that one stream's window cannot cover
 # the bandwidth-delay product: a stream then moves about window/RTT, N streams
@@ -46,6 +47,7 @@ PATTERNS=${PATTERNS:-uni,ring}
 EMU_SPIN_US=${EMU_SPIN_US:-0}
 EMU_PRIO=${EMU_PRIO-50}
 PLUGIN_ENV=${PLUGIN_ENV:-}
+FIXED=BAGUA_NET_ADAPTIVE_STREAMS=0
 EXTRA_CONFIGS=${EXTRA_CONFIGS:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PERF=${PERF:-$HERE/../../build/tools/bagua-net-perf}
@@ -173,7 +175,7 @@ run_pass() {
   # shellcheck disable=SC2086
   NCCL_SOCKET_IFNAME="=$IF" "$PERF" --plugin "$PLUGIN" --ranks 2 --netns "$A,$B" \
     --pattern "$PATTERNS" $SIZES --reps "$REPS" --baseline --baseline-if $IF \
-    --configs "bagua=$base;bagua-1-stream=BAGUA_NET_STREAMS=1$extra;bagua-8-streams=BAGUA_NET_STREAMS=8$extra$more" \
+    --configs "bagua=$base;bagua-4-fixed=$FIXED$extra;bagua-1-stream=BAGUA_NET_STREAMS=1$extra;bagua-8-fixed=BAGUA_NET_STREAMS=8,$FIXED$extra$more" \
     --json "$OUT/$2.json" > >(tee "$OUT/$2.txt") 2> >(tee "$OUT/$2.progress" >&2) &
   PERF_PID=$!
   if [[ -n ${TCP_INFO_EVERY:-} ]]; then sample_tcp_info "$OUT/$2" & fi

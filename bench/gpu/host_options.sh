@@ -47,7 +47,7 @@ GRID="$GRID" LAT_GRID=${LAT_GRID:-"lat_bagua:;lat_zc_auto:BAGUA_NET_ZEROCOPY=aut
 
 mkdir -p "$OUT/grid/unpacked"
 tar -xzf "$OUT/grid/tune_raw.tar.gz" -C "$OUT/grid/unpacked" 2>/dev/null
-grep -HE "setNetAttr|zero-copy|streams per connection" "$OUT"/grid/unpacked/raw/*.log |
+grep -HE "setNetAttr|zero-copy|streams per connection|ended on" "$OUT"/grid/unpacked/raw/*.log |
   sed "s|$OUT/grid/unpacked/raw/||" | sort | uniq -c >"$OUT/option_lines.txt"
 rm -rf "$OUT/grid/unpacked"
 echo "## option log lines (count, file: line)"

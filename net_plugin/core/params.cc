@@ -100,6 +100,7 @@ Params loadParams() {
   readInt("BAGUA_NET_BUSY_POLL_US", 0, 1000000, &p.busyPollUs);
   readInt("BAGUA_NET_FLOWS_PER_PEER", 0, 4096, &p.flowsPerPeer);
   readInt("BAGUA_NET_RTO_MIN_US", -1, 1000000, &p.rtoMinUs);
+  readInt("BAGUA_NET_ADAPTIVE_STREAMS", 0, 1, &p.adaptiveStreams);
   readInt("BAGUA_NET_MAX_STREAMS", 0, 64, &p.maxStreams);
   if (const char* v = envOrNull("NCCL_SOCKET_IFNAME")) p.socketIfname = v;
   if (const char* v = envOrNull("NCCL_SOCKET_FAMILY")) {
@@ -169,7 +170,9 @@ const Params& params() {
   return loaded;
 }
 
-int streamsToOpen(const Params& p) { return std::max(p.streams, p.maxStreams); }
+int streamsToOpen(const Params& p) {
+  return p.adaptiveStreams != 0 ? std::max(p.streams, p.maxStreams) : p.streams;
+}
 
 const std::vector<std::string>& paramNames() {
   static const std::vector<std::string> names = {
@@ -191,6 +194,7 @@ const std::vector<std::string>& paramNames() {
       "BAGUA_NET_BUSY_POLL_US",
       "BAGUA_NET_FLOWS_PER_PEER",
       "BAGUA_NET_RTO_MIN_US",
+      "BAGUA_NET_ADAPTIVE_STREAMS",
       "BAGUA_NET_MAX_STREAMS",
       "NCCL_SOCKET_IFNAME",
       "NCCL_SOCKET_FAMILY",

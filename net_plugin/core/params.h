@@ -120,12 +120,20 @@ struct Params {
   // with it (measured: bench/results/cpu_rto_2026-11-22).
   int rtoMinUs = -1;
 
-  // BAGUA_NET_MAX_STREAMS (int, 0 = off): adaptive stream count. Each
-  // connection opens max(this, BAGUA_NET_STREAMS) streams and starts sending
-  // on BAGUA_NET_STREAMS of them; every 100 ms the sender reads TCP_INFO and
-  // adds a stream while its streams are mostly window- or buffer-limited, or
-  // drops one while they are not and bytes are being resent (stream_tuner.h).
-  // Off: every stream carries chunks all the time. Range 0..64.
+  // BAGUA_NET_ADAPTIVE_STREAMS (0 | 1, 1): the sender moves how many of a
+  // connection's streams carry chunks, between 1 and the streams it opened:
+  // every 100 ms it reads TCP_INFO and drops a stream while bytes are being
+  // resent (each flow adds loss and a message tail to lose), and adds one
+  // back while its streams are mostly window- or buffer-limited and lossless
+  // (stream_tuner.h). 0: every stream carries chunks all the time.
+  int adaptiveStreams = 1;
+
+  // BAGUA_NET_MAX_STREAMS (int, 0 = BAGUA_NET_STREAMS): with adaptive
+  // streams, connections open this many streams, so the count may grow past
+  // BAGUA_NET_STREAMS where windows cannot cover the bandwidth-delay product
+  // (it starts at BAGUA_NET_STREAMS). Not a default: on hosts where the
+  // receiver's CPU is the limit, window-limited streams look the same and
+  // extra streams only cost (measured on 2-CPU loopback). Range 0..64.
   int maxStreams = 0;
 
   // NCCL_SOCKET_IFNAME (NCCL's): which interfaces become devices: a comma
@@ -142,7 +150,7 @@ struct Params {
 const Params& params();
 
 // How many streams a connection opens: BAGUA_NET_STREAMS, or
-// BAGUA_NET_MAX_STREAMS when that is larger.
+// BAGUA_NET_MAX_STREAMS when that is larger and streams adapt.
 int streamsToOpen(const Params& p);
 
 // Names of every knob above, for logging and the docs check.

@@ -19,7 +19,7 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
       chunkBytes_(params().chunkBytes),
       minSplitBytes_(params().minSplitBytes),
       limiter_(std::move(limiter)) {
-  if (params().maxStreams > 0 && fds.size() > 1) {
+  if (params().adaptiveStreams != 0 && fds.size() > 1) {
     std::vector<int> raw;
     for (const Fd& fd : fds) raw.push_back(fd.get());
     tuner_.emplace(std::move(raw), params().streams);

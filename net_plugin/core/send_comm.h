@@ -6,7 +6,7 @@
 // the first idle stream (lowest latency, one system call); a larger one is
 // cut into chunks of at most chunkBytes. A zero-byte message is one header.
 //
-// Stream count: with BAGUA_NET_MAX_STREAMS set, chunks go only to the first
+// Stream count: with BAGUA_NET_ADAPTIVE_STREAMS (the default), chunks go only to the first
 // `active_` streams, a count a StreamTuner moves from TCP_INFO each epoch
 // (stream_tuner.h); the others stay connected and idle until it grows.
 //

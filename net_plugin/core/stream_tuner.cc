@@ -67,7 +67,7 @@ StreamTraffic StreamTuner::readAll() {
     if (!readStreamTraffic(fd, &one)) {
       if (enabled_) {
         BAGUA_INFO(NCCL_INIT | NCCL_NET,
-                   "BAGUA_NET_MAX_STREAMS: this kernel's TCP_INFO lacks the chrono and byte "
+                   "BAGUA_NET_ADAPTIVE_STREAMS: this kernel's TCP_INFO lacks the chrono and byte "
                    "counters (Linux 4.19+); the stream count stays at %d",
                    active_);
       }

@@ -1,7 +1,7 @@
-// Adaptive stream count (BAGUA_NET_MAX_STREAMS): a connection opens its
-// largest count of streams, and the sending side hands chunks only to the
-// first `active` of them; every epoch it reads TCP_INFO of its streams and
-// moves `active` by one.
+// Adaptive stream count (BAGUA_NET_ADAPTIVE_STREAMS, BAGUA_NET_MAX_STREAMS):
+// the sending side hands chunks only to the first `active` streams of a
+// connection; every epoch it reads TCP_INFO of its streams and moves
+// `active` by one, between 1 and the streams opened.
 //
 // The signal (measured in bench/results/cpu_stream_signals_2026-11-22):
 // TCP's chrono statistics say how much of the time a stream had data to send

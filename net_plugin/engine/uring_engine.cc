@@ -102,7 +102,13 @@ class UringWorker final : public Worker {
 
   void send(int fd, const iovec* iov, int iovcnt) override {
     io_uring_sqe* sqe = nextSqe();
-    io_uring_prep_sendmsg(sqe, fd, messageFor(&sendMsgs_, fd, iov, iovcnt), MSG_NOSIGNAL);
+    // MSG_WAITALL: when the socket buffer takes only part of a chunk, the
+    // kernel waits for room and sends the rest itself (io_uring retries
+    // stream sockets internally), so a chunk costs one completion instead of
+    // one per short write. An error after partial progress still reports the
+    // bytes sent; the next send reports the error.
+    io_uring_prep_sendmsg(sqe, fd, messageFor(&sendMsgs_, fd, iov, iovcnt),
+                          MSG_NOSIGNAL | MSG_WAITALL);
     io_uring_sqe_set_data64(sqe, encode(handlers_.at(fd), kSend));
   }
 
