@@ -29,17 +29,19 @@ StreamTraffic StreamTraffic::operator-(const StreamTraffic& o) const {
           minus(bytesResent, o.bytesResent)};
 }
 
-bool readStreamTraffic(int fd, StreamTraffic* out) {
+TrafficRead readStreamTraffic(int fd, StreamTraffic* out) {
   tcp_info info{};
   socklen_t len = sizeof(info);
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return TrafficRead::kFailed;
   // An older kernel fills a shorter struct: the last field read must be in it.
-  if (len < offsetof(tcp_info, tcpi_bytes_retrans) + sizeof(info.tcpi_bytes_retrans)) return false;
+  if (len < offsetof(tcp_info, tcpi_bytes_retrans) + sizeof(info.tcpi_bytes_retrans)) {
+    return TrafficRead::kTooOld;
+  }
   out->busyUs = info.tcpi_busy_time;
   out->limitedUs = info.tcpi_rwnd_limited + info.tcpi_sndbuf_limited;
   out->bytesSent = info.tcpi_bytes_sent;
   out->bytesResent = info.tcpi_bytes_retrans;
-  return true;
+  return TrafficRead::kOk;
 }
 
 int nextStreamCount(const StreamTraffic& epoch, int active, int most) {
@@ -57,33 +59,38 @@ StreamTuner::StreamTuner(std::vector<int> fds, int initial)
     : fds_(std::move(fds)),
       active_(std::clamp(initial, 1, static_cast<int>(fds_.size()))),
       lastAt_(Clock::now()) {
-  last_ = readAll();
+  readAll(&last_);
 }
 
-StreamTraffic StreamTuner::readAll() {
-  StreamTraffic sum;
+bool StreamTuner::readAll(StreamTraffic* sum) {
+  *sum = StreamTraffic{};
   for (int fd : fds_) {
     StreamTraffic one;
-    if (!readStreamTraffic(fd, &one)) {
-      if (enabled_) {
+    switch (readStreamTraffic(fd, &one)) {
+      case TrafficRead::kOk:
+        *sum += one;
+        break;
+      case TrafficRead::kFailed:
+        // A stream of a closing comm may have closed its fd already (the
+        // other streams still hand out chunks): skip this epoch.
+        return false;
+      case TrafficRead::kTooOld:
         BAGUA_INFO(NCCL_INIT | NCCL_NET,
                    "BAGUA_NET_ADAPTIVE_STREAMS: this kernel's TCP_INFO lacks the chrono and byte "
                    "counters (Linux 4.19+); the stream count stays at %d",
                    active_);
-      }
-      enabled_ = false;
-      return sum;
+        enabled_ = false;
+        return false;
     }
-    sum += one;
   }
-  return sum;
+  return true;
 }
 
 bool StreamTuner::maybeRetune(Clock::time_point now) {
   if (!enabled_ || now - lastAt_ < kEpoch) return false;
   lastAt_ = now;
-  StreamTraffic total = readAll();
-  if (!enabled_) return false;
+  StreamTraffic total;
+  if (!readAll(&total)) return false;
   StreamTraffic epoch = total - last_;
   int next = nextStreamCount(epoch, active_, static_cast<int>(fds_.size()));
   // An epoch too quiet to judge keeps accumulating into the next one.

@@ -38,9 +38,13 @@ struct StreamTraffic {
   StreamTraffic operator-(const StreamTraffic& o) const;
 };
 
-// Reads TCP_INFO of `fd`. Returns false when the call fails or the kernel's
-// tcp_info lacks the fields (before Linux 4.19).
-bool readStreamTraffic(int fd, StreamTraffic* out);
+// How reading TCP_INFO of one socket went.
+enum class TrafficRead { kOk, kFailed, kTooOld };
+
+// Reads TCP_INFO of `fd`: kFailed when getsockopt fails (e.g. a stream closed
+// while its comm closes), kTooOld when the kernel's tcp_info lacks the fields
+// (before Linux 4.19).
+TrafficRead readStreamTraffic(int fd, StreamTraffic* out);
 
 // The rule: the stream count for the next epoch, given one epoch's traffic
 // summed over all streams, the count used during it and the most allowed.
@@ -82,7 +86,9 @@ class StreamTuner {
   bool maybeRetune(Clock::time_point now);
 
  private:
-  StreamTraffic readAll();
+  // Sums every stream; false when one could not be read (the epoch is then
+  // skipped, or adaptation stops for good on a kernel too old).
+  bool readAll(StreamTraffic* sum);
 
   std::vector<int> fds_;
   int active_;

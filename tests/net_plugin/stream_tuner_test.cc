@@ -11,6 +11,8 @@
 // tests and the delay-line benchmark (bench/cpu/delay_bench.sh) cover it.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -83,6 +85,20 @@ TEST(StreamTraffic, DifferencesSaturateAtZero) {
   EXPECT_EQ(d.bytesResent, 0u);
 }
 
+TEST(StreamTraffic, ReadsTcpSocketsAndFailsOnOthers) {
+  StreamTraffic t;
+  int tcp = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(tcp, 0);
+  EXPECT_NE(readStreamTraffic(tcp, &t), TrafficRead::kFailed);
+  close(tcp);
+  EXPECT_EQ(readStreamTraffic(tcp, &t), TrafficRead::kFailed) << "a closed fd";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  EXPECT_EQ(readStreamTraffic(fds[0], &t), TrafficRead::kFailed) << "not a socket";
+  close(fds[0]);
+  close(fds[1]);
+}
+
 SendComm* sendCommOf(const Link& link) {
   return static_cast<SendComm*>(static_cast<Comm*>(link.sendComm));
 }
@@ -94,7 +110,7 @@ int socketsThatSent(uint64_t bytes) {
   if (DIR* dir = opendir("/proc/self/fd")) {
     while (dirent* e = readdir(dir)) {
       StreamTraffic t;
-      if (e->d_name[0] != '.' && readStreamTraffic(std::atoi(e->d_name), &t) &&
+      if (e->d_name[0] != '.' && readStreamTraffic(std::atoi(e->d_name), &t) == TrafficRead::kOk &&
           t.bytesSent >= bytes) {
         ++count;
       }
