@@ -29,15 +29,16 @@ struct Params {
   int streams = 4;
 
   // BAGUA_NET_THREADS (int, 0 = auto): engine worker threads shared by every
-  // connection of the process. Auto is half the online CPUs, between 2 and
-  // 16: on loopback and fast NICs the kernel's copies run on these threads,
-  // so they bound throughput. Range 0..64.
+  // connection of the process. Auto is twice the CPUs the process may use
+  // (affinity mask, cgroup v2 CPU quota: cpu_budget.h), between 2 and 16: on
+  // loopback and fast NICs the kernel's copies run on these threads, so they
+  // bound throughput. Range 0..64.
   int threads = 0;
 
   // BAGUA_NET_SPIN_US (int, -1 = auto): after any activity a worker keeps
   // polling for this long before it sleeps, so the next message needs no
-  // thread wake-up (lower latency, more CPU). Auto is 50 on hosts with 8 or
-  // more CPUs and 0 below. Range -1..100000.
+  // thread wake-up (lower latency, more CPU). Auto is 50 when the process
+  // may use 8 or more CPUs and 0 below. Range -1..100000.
   int spinUs = -1;
 
   // BAGUA_NET_RATE_LIMIT_MBPS (int, 0 = off): a testing aid that caps what

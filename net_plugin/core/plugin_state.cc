@@ -1,11 +1,11 @@
 // PluginState: one-time discovery and the reference-counted engine.
 #include "net_plugin/core/plugin_state.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 
 #include "config.h"
+#include "net_plugin/core/cpu_budget.h"
 #include "net_plugin/core/log.h"
 #include "net_plugin/core/status.h"
 
@@ -42,14 +42,18 @@ void PluginState::init(ncclDebugLogger_t logger) {
 int PluginState::engineThreads() const {
   int configured = params().threads;
   if (configured > 0) return configured;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return static_cast<int>(std::clamp<long>(cpus / 2, 2, 16));
+  // Twice the usable CPUs: a worker blocked in the kernel on one stream's
+  // copy must not hold up another stream that has data, and on 4 CPUs 8
+  // workers moved 1.2-1.9x what 2 did (bench/results/cpu_budget_2026-11-23).
+  return std::clamp(2 * usableCpuCount(), 2, 16);
 }
 
 int PluginState::engineSpinUs() const {
   int configured = params().spinUs;
   if (configured >= 0) return configured;
-  return sysconf(_SC_NPROCESSORS_ONLN) >= 8 ? 50 : 0;
+  // Spinning halves small-message latency with CPUs to spare, but with fewer
+  // than 8 it takes them from the copies (and from the training job).
+  return usableCpuCount() >= 8 ? 50 : 0;
 }
 
 std::shared_ptr<Engine> PluginState::engine() {

@@ -1,0 +1,82 @@
+// CPU budget: affinity mask and cgroup v2 quota (see cpu_budget.h).
+#include "net_plugin/core/cpu_budget.h"
+
+#include <sched.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace bagua::net {
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Parses a non-negative decimal at the start of `text`, advancing past it.
+bool parseCount(std::string_view* text, long long* value) {
+  const char* end = text->data() + text->size();
+  auto [next, err] = std::from_chars(text->data(), end, *value);
+  if (err != std::errc() || *value < 0) return false;
+  text->remove_prefix(static_cast<size_t>(next - text->data()));
+  return true;
+}
+
+int affinityCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+int cpusFromCpuMax(std::string_view cpuMax) {
+  long long quota = 0;
+  long long period = 0;
+  if (!parseCount(&cpuMax, &quota) || cpuMax.empty() || cpuMax.front() != ' ') return 0;
+  cpuMax.remove_prefix(1);
+  if (!parseCount(&cpuMax, &period) || quota == 0 || period == 0) return 0;
+  return static_cast<int>((quota + period - 1) / period);
+}
+
+std::string cgroupV2Path(std::string_view procSelfCgroup) {
+  // Each line is "hierarchy-id:controllers:path"; v2 is the line "0::path".
+  while (!procSelfCgroup.empty()) {
+    size_t eol = procSelfCgroup.find('\n');
+    std::string_view line = procSelfCgroup.substr(0, eol);
+    if (line.substr(0, 3) == "0::") return std::string(line.substr(3));
+    if (eol == std::string_view::npos) break;
+    procSelfCgroup.remove_prefix(eol + 1);
+  }
+  return {};
+}
+
+int cgroupCpuLimit(const std::string& root, const std::string& path) {
+  int limit = 0;
+  std::string dir = path;
+  while (true) {
+    int cpus = cpusFromCpuMax(readFile(root + dir + "/cpu.max"));
+    if (cpus > 0 && (limit == 0 || cpus < limit)) limit = cpus;
+    size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos || dir.empty()) break;
+    dir.resize(slash);  // "/a/b" -> "/a" -> "" (the root, which has no cpu.max)
+  }
+  return limit;
+}
+
+int usableCpuCount() {
+  int cpus = affinityCpuCount();
+  std::string path = cgroupV2Path(readFile("/proc/self/cgroup"));
+  if (!path.empty()) {
+    int quota = cgroupCpuLimit("/sys/fs/cgroup", path);
+    if (quota > 0 && (cpus == 0 || quota < cpus)) cpus = quota;
+  }
+  return cpus > 0 ? cpus : 1;
+}
+
+}  // namespace bagua::net
