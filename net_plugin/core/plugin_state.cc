@@ -1,7 +1,6 @@
 // PluginState: one-time discovery and the reference-counted engine.
 #include "net_plugin/core/plugin_state.h"
 
-
 #include <algorithm>
 
 #include "config.h"
