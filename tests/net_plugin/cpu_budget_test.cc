@@ -117,5 +117,13 @@ TEST(UsableCpus, TwoCpusGetFourWorkersAndNoSpin) {
   EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
 }
 
+TEST(UsableCpus, FourCpusGetEightSpinningWorkers) {
+  NarrowedCpus four(4);
+  if (!four.ok()) GTEST_SKIP() << "needs 4 allowed CPUs";
+  EXPECT_EQ(usableCpuCount(), 4);
+  EXPECT_EQ(PluginState::get().engineThreads(), 8);
+  EXPECT_EQ(PluginState::get().engineSpinUs(), 50);
+}
+
 }  // namespace
 }  // namespace bagua::net
