@@ -117,18 +117,22 @@ def plot(path, pattern, series, out_png):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--title", default="bagua-net-perf results")
+    ap.add_argument("--machine", help="the machine line, when the tables are rebuilt elsewhere"
+                    " (default: this machine's CPUs, allowed of online, kernel and git commit)")
     ap.add_argument("out")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     kernel = platform.release()
-    cpus = os.cpu_count()
+    allowed = len(os.sched_getaffinity(0))
+    cpus = f"{allowed} CPUs" if allowed == os.cpu_count() else f"{allowed} of {os.cpu_count()} CPUs"
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip()
     except OSError:
         commit = "?"
+    machine = args.machine or f"{cpus}, kernel {kernel}; plugin from commit {commit or '?'}"
     lines = [f"# {args.title}", "",
-             f"Machine: {cpus} CPUs, kernel {kernel}; plugin from commit {commit or '?'}.",
+             f"Machine: {machine}.",
              "Medians over interleaved repetitions (min-max in parentheses); algbw = S/t,"
              " GB = 1e9 B; cpu = user+sys seconds of the rank processes per GB sent+received.",
              ""]

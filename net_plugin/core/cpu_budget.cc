@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -34,6 +35,21 @@ int affinityCpuCount() {
 }
 
 }  // namespace
+
+int autoWorkerThreads(int usableCpus) {
+  // More workers than CPUs from 4 up: a worker inside a long kernel copy for
+  // one stream must not hold up another stream that has data (on 4 CPUs 8
+  // workers moved 1.2-1.9x what 2 did at 1-16 MiB). Below 4, 2 workers: 4
+  // moved less at 64 KiB-1 MiB and more at 16-64 MiB, both within noise
+  // (bench/results/cpu_budget_2026-11-23).
+  return usableCpus < 4 ? 2 : std::min(2 * usableCpus, 16);
+}
+
+int autoSpinUs(int usableCpus) {
+  // Spinning halves small-message latency (11 against 18-21 us on 4 and 8
+  // CPUs); on 2 it takes the CPUs from the copies and doubles it instead.
+  return usableCpus >= 4 ? 50 : 0;
+}
 
 int cpusFromCpuMax(std::string_view cpuMax) {
   long long quota = 0;

@@ -17,6 +17,14 @@ namespace bagua::net {
 // (rounded up) of its cgroup and every ancestor. At least 1.
 int usableCpuCount();
 
+// The engine's worker threads for `usableCpus` when BAGUA_NET_THREADS is
+// auto: twice the CPUs from 4 up, at most 16; 2 below 4.
+int autoWorkerThreads(int usableCpus);
+
+// Microseconds workers spin when BAGUA_NET_SPIN_US is auto: 50 from 4 usable
+// CPUs up, else 0.
+int autoSpinUs(int usableCpus);
+
 // The CPUs a cgroup v2 cpu.max file grants ("200000 100000" -> 2,
 // "150000 100000" -> 2, rounded up), or 0 for "max" (no quota) or text that is
 // not a quota.

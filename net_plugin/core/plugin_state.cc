@@ -1,7 +1,6 @@
 // PluginState: one-time discovery and the reference-counted engine.
 #include "net_plugin/core/plugin_state.h"
 
-#include <algorithm>
 
 #include "config.h"
 #include "net_plugin/core/cpu_budget.h"
@@ -41,18 +40,13 @@ void PluginState::init(ncclDebugLogger_t logger) {
 int PluginState::engineThreads() const {
   int configured = params().threads;
   if (configured > 0) return configured;
-  // Twice the usable CPUs: a worker blocked in the kernel on one stream's
-  // copy must not hold up another stream that has data, and on 4 CPUs 8
-  // workers moved 1.2-1.9x what 2 did (bench/results/cpu_budget_2026-11-23).
-  return std::clamp(2 * usableCpuCount(), 2, 16);
+  return autoWorkerThreads(usableCpuCount());
 }
 
 int PluginState::engineSpinUs() const {
   int configured = params().spinUs;
   if (configured >= 0) return configured;
-  // Spinning halves small-message latency (11 against 18-21 us on 4 and 8
-  // CPUs); on 2 it takes the CPUs from the copies and doubles it instead.
-  return usableCpuCount() >= 4 ? 50 : 0;
+  return autoSpinUs(usableCpuCount());
 }
 
 std::shared_ptr<Engine> PluginState::engine() {

@@ -109,20 +109,25 @@ TEST(UsableCpus, FollowsTheAffinityMask) {
   EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
 }
 
-TEST(UsableCpus, TwoCpusGetFourWorkersAndNoSpin) {
+TEST(UsableCpus, TwoCpusGetTwoWorkersAndNoSpin) {
   NarrowedCpus two(2);
   if (!two.ok()) GTEST_SKIP() << "needs 2 allowed CPUs";
   EXPECT_EQ(usableCpuCount(), 2);
-  EXPECT_EQ(PluginState::get().engineThreads(), 4);
+  EXPECT_EQ(PluginState::get().engineThreads(), 2);
   EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
 }
 
-TEST(UsableCpus, FourCpusGetEightSpinningWorkers) {
-  NarrowedCpus four(4);
-  if (!four.ok()) GTEST_SKIP() << "needs 4 allowed CPUs";
-  EXPECT_EQ(usableCpuCount(), 4);
-  EXPECT_EQ(PluginState::get().engineThreads(), 8);
-  EXPECT_EQ(PluginState::get().engineSpinUs(), 50);
+TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
+  EXPECT_EQ(autoWorkerThreads(1), 2);
+  EXPECT_EQ(autoWorkerThreads(3), 2);
+  EXPECT_EQ(autoWorkerThreads(4), 8);
+  EXPECT_EQ(autoWorkerThreads(6), 12);
+  EXPECT_EQ(autoWorkerThreads(8), 16);
+  EXPECT_EQ(autoWorkerThreads(192), 16);
+  EXPECT_EQ(autoSpinUs(2), 0);
+  EXPECT_EQ(autoSpinUs(3), 0);
+  EXPECT_EQ(autoSpinUs(4), 50);
+  EXPECT_EQ(autoSpinUs(64), 50);
 }
 
 }  // namespace
