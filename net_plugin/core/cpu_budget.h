@@ -21,7 +21,7 @@ int usableCpuCount();
 // auto: twice the CPUs from 4 up, at most 16; 2 below 4.
 int autoWorkerThreads(int usableCpus);
 
-// Microseconds workers spin when BAGUA_NET_SPIN_US is auto: 50 from 4 usable
+// Microseconds workers spin when BAGUA_NET_SPIN_US is auto: 50 from 8 usable
 // CPUs up, else 0.
 int autoSpinUs(int usableCpus);
 

@@ -39,7 +39,7 @@ struct Params {
   // BAGUA_NET_SPIN_US (int, -1 = auto): after any activity a worker keeps
   // polling for this long before it sleeps, so the next message needs no
   // thread wake-up (lower latency, more CPU). Auto is 50 when the process
-  // may use 4 or more CPUs and 0 below. Range -1..100000.
+  // may use 8 or more CPUs and 0 below. Range -1..100000.
   int spinUs = -1;
 
   // BAGUA_NET_RATE_LIMIT_MBPS (int, 0 = off): a testing aid that caps what

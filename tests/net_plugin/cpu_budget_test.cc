@@ -125,8 +125,9 @@ TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
   EXPECT_EQ(autoWorkerThreads(8), 16);
   EXPECT_EQ(autoWorkerThreads(192), 16);
   EXPECT_EQ(autoSpinUs(2), 0);
-  EXPECT_EQ(autoSpinUs(3), 0);
-  EXPECT_EQ(autoSpinUs(4), 50);
+  EXPECT_EQ(autoSpinUs(4), 0);
+  EXPECT_EQ(autoSpinUs(7), 0);
+  EXPECT_EQ(autoSpinUs(8), 50);
   EXPECT_EQ(autoSpinUs(64), 50);
 }
 
