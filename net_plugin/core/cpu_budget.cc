@@ -2,6 +2,7 @@
 #include "net_plugin/core/cpu_budget.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -27,10 +28,14 @@ bool parseCount(std::string_view* text, long long* value) {
   return true;
 }
 
+// CPUs in the affinity mask; the online CPUs where the mask does not fit a
+// cpu_set_t (EINVAL past 1024 CPUs).
 int affinityCpuCount() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  }
   return CPU_COUNT(&set);
 }
 
