@@ -9,14 +9,8 @@
 #include <map>
 
 #include "tools/bagua_net_perf/errors.h"
+#include "tools/bagua_net_perf/plugin_loader.h"
 #include "tools/bagua_net_perf/usage.h"
-
-#ifndef BAGUA_PERF_DEFAULT_PLUGIN
-#define BAGUA_PERF_DEFAULT_PLUGIN ""
-#endif
-#ifndef BAGUA_PERF_INSTALLED_PLUGIN
-#define BAGUA_PERF_INSTALLED_PLUGIN ""
-#endif
 
 namespace bagua::net_perf {
 namespace {
@@ -83,13 +77,6 @@ void parseConfigs(const std::string& text, std::vector<Config>* configs) {
     }
     configs->push_back(config);
   }
-}
-
-std::string resolveDefaultPlugin() {
-  for (const char* path : {BAGUA_PERF_DEFAULT_PLUGIN, BAGUA_PERF_INSTALLED_PLUGIN}) {
-    if (path[0] != '\0' && access(path, R_OK) == 0) return path;
-  }
-  return "libnccl-net-bagua.so";  // left to dlopen's search path
 }
 
 std::vector<Pattern> parsePatterns(const std::string& text) {

@@ -5,6 +5,7 @@
 #include "tools/bagua_net_perf/plugin_loader.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <climits>
@@ -15,6 +16,13 @@
 #include "net_plugin/nccl/net_v9.h"
 #include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/plugin_logger.h"
+
+#ifndef BAGUA_PERF_DEFAULT_PLUGIN
+#define BAGUA_PERF_DEFAULT_PLUGIN ""
+#endif
+#ifndef BAGUA_PERF_INSTALLED_PLUGIN
+#define BAGUA_PERF_INSTALLED_PLUGIN ""
+#endif
 
 namespace bagua::net_perf {
 namespace {
@@ -269,6 +277,13 @@ std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
   dlclose(library);
   PERF_THROW(PerfError, path + (abi ? " does not export ncclNetPlugin_v" + std::to_string(abi)
                                     : " exports none of ncclNetPlugin_v11, _v10, _v9, _v8"));
+}
+
+std::string resolveDefaultPlugin() {
+  for (const char* path : {BAGUA_PERF_DEFAULT_PLUGIN, BAGUA_PERF_INSTALLED_PLUGIN}) {
+    if (path[0] != '\0' && access(path, R_OK) == 0) return path;
+  }
+  return "libnccl-net-bagua.so";  // left to dlopen's search path
 }
 
 std::string resultName(ncclResult_t result) {

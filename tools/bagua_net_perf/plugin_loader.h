@@ -77,6 +77,10 @@ class NetPlugin {
 // when the returned object is destroyed.
 std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi);
 
+// The plugin to load when none is named: this build's, then the installed
+// one, then the bare name for dlopen's search path.
+std::string resolveDefaultPlugin();
+
 // "ncclSystemError (2)".
 std::string resultName(ncclResult_t result);
 
