@@ -86,7 +86,7 @@ int cgroupCpuLimit(const std::string& root, const std::string& path) {
     int cpus = cpusFromCpuMax(readFile(root + dir + "/cpu.max"));
     if (cpus > 0 && (limit == 0 || cpus < limit)) limit = cpus;
     size_t slash = dir.find_last_of('/');
-    if (slash == std::string::npos || dir.empty()) break;
+    if (slash == std::string::npos) break;
     dir.resize(slash);  // "/a/b" -> "/a" -> "" (the root, which has no cpu.max)
   }
   return limit;

@@ -70,12 +70,7 @@ InfoOptions parse(int argc, char** argv) {
   return o;
 }
 
-void check(const char* call, ncclResult_t result) {
-  if (result == ncclSuccess) return;
-  std::string warning = lastPluginWarning();
-  PERF_THROW(PluginError, std::string(call) + " returned " + resultName(result) +
-                              (warning.empty() ? "" : "; last plugin WARN: " + warning));
-}
+void check(const char* call, ncclResult_t result) { checkPluginCall(call, result, ""); }
 
 void printDevices(NetPlugin& plugin, int* ndev) {
   check("devices", plugin.devices(ndev));

@@ -279,6 +279,14 @@ std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
                                     : " exports none of ncclNetPlugin_v11, _v10, _v9, _v8"));
 }
 
+void throwPluginError(const std::string& call, ncclResult_t result, const std::string& detail) {
+  std::string warning = lastPluginWarning();
+  throw PluginError(
+      "plugin " + call + (detail.empty() ? "" : "(" + detail + ")") + " returned " +
+      resultName(result) +
+      (warning.empty() ? " (no WARN from the plugin)" : "; last plugin WARN: " + warning));
+}
+
 std::string resolveDefaultPlugin() {
   for (const char* path : {BAGUA_PERF_DEFAULT_PLUGIN, BAGUA_PERF_INSTALLED_PLUGIN}) {
     if (path[0] != '\0' && access(path, R_OK) == 0) return path;

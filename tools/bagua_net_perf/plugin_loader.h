@@ -84,6 +84,16 @@ std::string resolveDefaultPlugin();
 // "ncclSystemError (2)".
 std::string resultName(ncclResult_t result);
 
+// Throws PluginError "plugin CALL(DETAIL) returned RESULT; last plugin WARN: ...".
+[[noreturn]] void throwPluginError(const std::string& call, ncclResult_t result,
+                                   const std::string& detail);
+
+// throwPluginError unless result is ncclSuccess.
+inline void checkPluginCall(const std::string& call, ncclResult_t result,
+                            const std::string& detail) {
+  if (result != ncclSuccess) throwPluginError(call, result, detail);
+}
+
 // The plugin call in progress in this process (nullptr between calls), for the
 // watchdog's report when a call never returns.
 const char* currentPluginCall();

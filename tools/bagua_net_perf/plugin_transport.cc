@@ -46,12 +46,7 @@ PluginTransport::PluginTransport(const PluginTransportParams& params, const File
 
 void PluginTransport::fail(const std::string& call, ncclResult_t result,
                            const std::string& detail) const {
-  std::string warning = lastPluginWarning();
-  std::string message =
-      "plugin " + call + (detail.empty() ? "" : "(" + detail + ")") + " returned " +
-      resultName(result) +
-      (warning.empty() ? " (no WARN from the plugin)" : "; last plugin WARN: " + warning);
-  throw PluginError(message);
+  throwPluginError(call, result, detail);
 }
 
 void PluginTransport::connect(const std::vector<int>& sendPeers,
