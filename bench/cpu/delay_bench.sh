@@ -26,6 +26,9 @@
 #   defaults: RTT 1; RATE_MBIT=4000 MTU=9000 QUEUE_KB=(one BDP, >= 256)
 #   CAP=256K (empty: no capped pass) REPS=3 SIZES="-b 1M -e 64M -f 4"
 #   PATTERNS=uni,ring EMU_PRIO=50 EMU_SPIN_US=0 (poll for the last N us)
+#   EMU_CPUS (e.g. 2-3): run the emulator on these CPUs, so that a run under
+#   `taskset -c 0-1` gives the ranks 2 CPUs and the link its own (where
+#   SCHED_FIFO is not allowed, as on the GPU host: EMU_PRIO= with EMU_CPUS)
 #   PLUGIN_ENV (e.g. BAGUA_NET_CPUS=0-1): added to every plugin configuration
 #   EXTRA_CONFIGS ("name=ENV=VAL[,ENV=VAL];name2=..."): more plugin configurations,
 #   measured interleaved with the others (the pass's cap and PLUGIN_ENV added)
@@ -125,9 +128,9 @@ setup() {  # setup RTT_MS LOG: namespaces, emulator, addresses; waits for a ping
   ip netns add "$A"
   ip netns add "$B"
   echo "command: RATE_MBIT=$RATE_MBIT MTU=$MTU CAP=$CAP REPS=$REPS SIZES=\"$SIZES\" PLUGIN_ENV=$PLUGIN_ENV EXTRA_CONFIGS=\"$EXTRA_CONFIGS\"" \
-    "PATTERNS=$PATTERNS EMU_PRIO=$EMU_PRIO bench/cpu/delay_bench.sh OUT $1" >"$2"
-  echo "link_emulator $A $B $delay_us $RATE_MBIT $queue_kb $MTU --spin-us $EMU_SPIN_US${EMU_PRIO:+ (SCHED_FIFO $EMU_PRIO)}" >>"$2"
-  ${EMU_PRIO:+chrt -f "$EMU_PRIO"} "$EMU" "$A" "$B" "$delay_us" "$RATE_MBIT" "$queue_kb" "$MTU" --spin-us "$EMU_SPIN_US" \
+    "PATTERNS=$PATTERNS EMU_PRIO=$EMU_PRIO EMU_CPUS=${EMU_CPUS:-} bench/cpu/delay_bench.sh OUT $1" >"$2"
+  echo "link_emulator $A $B $delay_us $RATE_MBIT $queue_kb $MTU --spin-us $EMU_SPIN_US${EMU_PRIO:+ (SCHED_FIFO $EMU_PRIO)}${EMU_CPUS:+ (CPUs $EMU_CPUS)}" >>"$2"
+  ${EMU_CPUS:+taskset -c "$EMU_CPUS"} ${EMU_PRIO:+chrt -f "$EMU_PRIO"} "$EMU" "$A" "$B" "$delay_us" "$RATE_MBIT" "$queue_kb" "$MTU" --spin-us "$EMU_SPIN_US" \
     --ready-file "$READY" >>"$2" 2>&1 &
   EMU_PID=$!
   for _ in $(seq 100); do
