@@ -176,7 +176,7 @@ TEST(TcpStore, ClientVanishingMidFrameOrMidWaitCostsOnlyItsConnection) {
   int fd = connectRaw(server.port());
   ASSERT_GE(fd, 0);
   auto frame = frameOf(proto::Op::kSet, "half");
-  frame.resize(frame.size() - 2);
+  frame.erase(frame.end() - 2, frame.end());
   ASSERT_TRUE(sendRaw(fd, frame));
   ::close(fd);
   // A parked get, then gone: its waiter goes at once, not at its timeout.
