@@ -25,6 +25,7 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
     tuner_.emplace(std::move(raw), params().streams);
     active_ = tuner_->active();
   }
+  mostActive_ = active_;
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
@@ -44,6 +45,11 @@ SendComm::~SendComm() {
 int SendComm::activeStreams() {
   std::lock_guard<std::mutex> lock(mutex_);
   return active_;
+}
+
+int SendComm::mostActiveStreams() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mostActive_;
 }
 
 Status SendComm::isend(void* data, size_t size, Request** out) {
@@ -103,6 +109,7 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
   // stream's worker from a worker, which could race with close().
   if (tuner_ && !failed() && tuner_->maybeRetune(StreamTuner::Clock::now())) {
     active_ = tuner_->active();
+    mostActive_ = std::max(mostActive_, active_);
   }
   if (queue_.empty() || failed() || stream >= active_) {
     idle_[static_cast<size_t>(stream)] = true;

@@ -63,6 +63,9 @@ class SendComm final : public Comm {
 
   // Streams chunks are handed to now (all of them unless adaptive).
   int activeStreams();
+  // The largest activeStreams() since connect: no stream at or past it has
+  // carried a chunk.
+  int mostActiveStreams();
 
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
@@ -78,6 +81,7 @@ class SendComm final : public Comm {
   uint64_t nextSeq_ = 0;              // (mutex)
   std::vector<bool> idle_;            // (mutex) per stream: waiting for work
   int active_;                        // (mutex) streams [0, active_) take chunks
+  int mostActive_;                    // (mutex) the largest active_ so far
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;
   size_t minSplitBytes_;

@@ -127,7 +127,9 @@ TEST(AdaptiveStreams, ConnectionsOpenTheMostAndSendOnTheStreamCount) {
   EXPECT_EQ(static_cast<Comm*>(link.recvComm)->streamCount(), 6u);
   EXPECT_EQ(sendCommOf(link)->activeStreams(), 2);
   // Messages of eight chunks each, receives posted first: only the active
-  // streams may carry them (the count may have grown meanwhile, never shrunk).
+  // streams may carry them. The count may move meanwhile (a slow run, e.g.
+  // under TSan, can see resends on loopback and narrow to 1), so the bound is
+  // the most streams active at once.
   constexpr size_t kSize = 2u << 20;
   std::vector<uint8_t> out(kSize), in(kSize);
   for (uint64_t seed = 1; seed <= 4; ++seed) {
@@ -140,7 +142,7 @@ TEST(AdaptiveStreams, ConnectionsOpenTheMostAndSendOnTheStreamCount) {
   }
   int sent = socketsThatSent(256 * 1024);
   EXPECT_GE(sent, 1);
-  EXPECT_LE(sent, sendCommOf(link)->activeStreams()) << "streams beyond the active count sent";
+  EXPECT_LE(sent, sendCommOf(link)->mostActiveStreams()) << "streams beyond the active count sent";
   closeLink(link);
 }
 
