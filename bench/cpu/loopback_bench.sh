@@ -6,7 +6,8 @@
 #
 # Usage: bench/cpu/loopback_bench.sh OUT_DIR
 #   REPS=3, SIZES="-b 64K -e 64M -f 4", LAT_SIZES="-b 8 -e 64K -f 8",
-#   CONFIGS (bagua-net-perf --configs; default: defaults, epoll, one stream),
+#   CONFIGS (bagua-net-perf --configs; default: defaults, io_uring, epoll, one
+#   stream; the default engine is epoll below 4 CPUs, io_uring from 4),
 #   PATTERNS=uni,ring, LATENCY=1 (0 skips the ping-pong run)
 set -euo pipefail
 OUT=${1:?usage: loopback_bench.sh OUT_DIR}
@@ -16,7 +17,7 @@ LAT_SIZES=${LAT_SIZES:-"-b 8 -e 64K -f 8"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PERF=${PERF:-$HERE/../../build/tools/bagua-net-perf}
 PLUGIN=${PLUGIN:-$HERE/../../build/net_plugin/libnccl-net-bagua.so}
-CONFIGS=${CONFIGS:-"bagua=;bagua-epoll=BAGUA_NET_ENGINE=epoll;bagua-1-stream=BAGUA_NET_STREAMS=1"}
+CONFIGS=${CONFIGS:-"bagua=;bagua-io_uring=BAGUA_NET_ENGINE=io_uring;bagua-epoll=BAGUA_NET_ENGINE=epoll;bagua-1-stream=BAGUA_NET_STREAMS=1"}
 PATTERNS=${PATTERNS:-uni,ring}
 LATENCY=${LATENCY:-1}
 mkdir -p "$OUT"

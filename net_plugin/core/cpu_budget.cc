@@ -58,6 +58,16 @@ int autoSpinUs(int usableCpus) {
   return usableCpus >= 8 ? 50 : 0;
 }
 
+EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy) {
+  // Below 4 CPUs the NCCL proxy thread (polling test() with sched_yield) and
+  // the workers share the CPUs, and epoll had the lower small-message
+  // latency in 11 of 14 paired runs on 2 CPUs (p50 medians 8.2 against
+  // 9.9 us); bandwidth was within the runs' noise. From 4 CPUs the engines
+  // tie; bench/results/uring_floor_2026-11-23.
+  if (usableCpus < 4 && zeroCopy == ZeroCopyMode::kOff) return EngineKind::kEpoll;
+  return EngineKind::kAuto;
+}
+
 int cpusFromCpuMax(std::string_view cpuMax) {
   long long quota = 0;
   long long period = 0;

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "net_plugin/core/params.h"
+
 namespace bagua::net {
 
 // CPUs in this process's affinity mask, bounded by the cgroup v2 CPU quota
@@ -24,6 +26,11 @@ int autoWorkerThreads(int usableCpus);
 // Microseconds workers spin when BAGUA_NET_SPIN_US is auto: 50 from 8 usable
 // CPUs up, else 0.
 int autoSpinUs(int usableCpus);
+
+// The engine BAGUA_NET_ENGINE=auto starts with `usableCpus`: epoll below 4
+// CPUs (unless zero-copy sends, which need io_uring, are asked for), else
+// kAuto (io_uring, falling back to epoll where it is unavailable).
+EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy);
 
 // The CPUs a cgroup v2 cpu.max file grants ("200000 100000" -> 2,
 // "150000 100000" -> 2, rounded up), or 0 for "max" (no quota) or text that is

@@ -49,7 +49,9 @@ struct Params {
 
   // BAGUA_NET_ENGINE (auto | io_uring | epoll): the I/O engine. auto takes
   // io_uring and falls back to epoll where io_uring is unavailable (container
-  // seccomp profiles block it); naming io_uring makes that fallback an error.
+  // seccomp profiles block it); below 4 usable CPUs it takes epoll unless
+  // zero-copy sends are on (cpu_budget.h says why). Naming io_uring makes the
+  // fallback an error.
   EngineKind engine = EngineKind::kAuto;
 
   // BAGUA_NET_CHUNK_BYTES (bytes, 256 KiB): the largest piece of a message

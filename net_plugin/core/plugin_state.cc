@@ -1,7 +1,6 @@
 // PluginState: one-time discovery and the reference-counted engine.
 #include "net_plugin/core/plugin_state.h"
 
-
 #include "config.h"
 #include "net_plugin/core/cpu_budget.h"
 #include "net_plugin/core/log.h"
@@ -37,6 +36,12 @@ void PluginState::init(ncclDebugLogger_t logger) {
   initialized_ = true;
 }
 
+EngineKind PluginState::engineKind() const {
+  EngineKind configured = params().engine;
+  if (configured != EngineKind::kAuto) return configured;
+  return autoEngineKind(usableCpuCount(), params().zeroCopy);
+}
+
 int PluginState::engineThreads() const {
   int configured = params().threads;
   if (configured > 0) return configured;
@@ -55,15 +60,19 @@ std::shared_ptr<Engine> PluginState::engine() {
   if (engine) return engine;
   std::string note;
   int threads = engineThreads();
-  engine = createEngine(params().engine, threads, engineSpinUs(), &note);
+  EngineKind kind = engineKind();
+  engine = createEngine(kind, threads, engineSpinUs(), &note);
   if (!note.empty()) BAGUA_WARN("%s", note.c_str());
   // One line per process at INFO; restarts after idle periods only at TRACE.
   if (!engineLogged_) {
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
-               "%s engine, %d worker threads (spin %d us), %d streams per connection, "
+               "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
                "%zu-byte chunks%s",
-               engine->name(), engine->workerCount(), engineSpinUs(), params().streams,
-               params().chunkBytes,
+               engine->name(),
+               params().engine == EngineKind::kAuto && kind == EngineKind::kEpoll
+                   ? " (auto: fewer than 4 usable CPUs)"
+                   : "",
+               engine->workerCount(), engineSpinUs(), params().streams, params().chunkBytes,
                params().rateLimitMbps > 0
                    ? (", send rate limited to " + std::to_string(params().rateLimitMbps) +
                       " Mbit/s per rank (BAGUA_NET_RATE_LIMIT_MBPS, testing aid)")

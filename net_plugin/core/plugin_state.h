@@ -35,6 +35,8 @@ class PluginState {
   // The shared engine, started if no holder is alive. Throws NetError.
   std::shared_ptr<Engine> engine();
 
+  // The engine kind to start (BAGUA_NET_ENGINE or the automatic choice).
+  EngineKind engineKind() const;
   // Worker threads the engine uses (BAGUA_NET_THREADS or the automatic choice).
   int engineThreads() const;
   // Microseconds workers poll before sleeping (BAGUA_NET_SPIN_US or automatic).

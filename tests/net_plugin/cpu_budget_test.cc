@@ -104,9 +104,11 @@ TEST(UsableCpus, FollowsTheAffinityMask) {
   ASSERT_TRUE(one.ok()) << "sched_setaffinity failed";
   EXPECT_LE(before, one.savedCount()) << "never more than the mask allows";
   EXPECT_EQ(usableCpuCount(), 1);
-  // The engine sizes itself from the same count: the smallest pool, no spin.
+  // The engine sizes itself from the same count: the smallest pool, no spin,
+  // and (BAGUA_NET_ENGINE unset here) epoll.
   EXPECT_EQ(PluginState::get().engineThreads(), 2);
   EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
+  EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kEpoll);
 }
 
 TEST(UsableCpus, TwoCpusGetTwoWorkersAndNoSpin) {
@@ -115,6 +117,14 @@ TEST(UsableCpus, TwoCpusGetTwoWorkersAndNoSpin) {
   EXPECT_EQ(usableCpuCount(), 2);
   EXPECT_EQ(PluginState::get().engineThreads(), 2);
   EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
+  EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kEpoll);
+}
+
+TEST(UsableCpus, FourCpusGetIoUringFirst) {
+  NarrowedCpus four(4);
+  if (!four.ok()) GTEST_SKIP() << "needs 4 allowed CPUs";
+  if (usableCpuCount() < 4) GTEST_SKIP() << "a cgroup CPU quota holds this process below 4";
+  EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kAuto);
 }
 
 TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
@@ -129,6 +139,16 @@ TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
   EXPECT_EQ(autoSpinUs(7), 0);
   EXPECT_EQ(autoSpinUs(8), 50);
   EXPECT_EQ(autoSpinUs(64), 50);
+}
+
+TEST(AutoSizing, EngineKindPerUsableCpus) {
+  EXPECT_EQ(autoEngineKind(1, ZeroCopyMode::kOff), EngineKind::kEpoll);
+  EXPECT_EQ(autoEngineKind(3, ZeroCopyMode::kOff), EngineKind::kEpoll);
+  EXPECT_EQ(autoEngineKind(4, ZeroCopyMode::kOff), EngineKind::kAuto);
+  EXPECT_EQ(autoEngineKind(64, ZeroCopyMode::kOff), EngineKind::kAuto);
+  // Zero-copy sends exist only in the io_uring engine.
+  EXPECT_EQ(autoEngineKind(2, ZeroCopyMode::kAuto), EngineKind::kAuto);
+  EXPECT_EQ(autoEngineKind(2, ZeroCopyMode::kAlways), EngineKind::kAuto);
 }
 
 }  // namespace
