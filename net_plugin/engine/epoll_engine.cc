@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <map>
 #include <thread>
 #include <unordered_map>
@@ -51,9 +52,18 @@ class EpollWorker final : public Worker {
       ::close(epollFd_);
       throw NetError(Status::kSystemError, errnoMessage("epoll_ctl(eventfd)", err));
     }
-    thread_ = std::thread([this] { run(); });
-    // Named here, not in run(), so the name is visible as soon as we return.
+    // Pinned (BAGUA_NET_CPUS) before we return, as the io_uring engine's
+    // workers are, so a caller never sees an engine whose threads still run
+    // anywhere; named here so the name is visible at once too.
+    std::promise<void> pinned;
+    std::future<void> ready = pinned.get_future();
+    thread_ = std::thread([this, &pinned] {
+      pinWorkerThread(index_);
+      pinned.set_value();
+      run();
+    });
     pthread_setname_np(thread_.native_handle(), ("bagua-net-" + std::to_string(index_)).c_str());
+    ready.wait();
   }
 
   ~EpollWorker() override {
@@ -179,7 +189,6 @@ class EpollWorker final : public Worker {
   }
 
   void run() {
-    pinWorkerThread(index_);
     constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
     Clock::time_point lastActive = Clock::now();
