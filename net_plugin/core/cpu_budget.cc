@@ -47,7 +47,7 @@ int autoWorkerThreads(int usableCpus) {
   // workers moved 1.2-1.9x what 2 did at 1-16 MiB). Below 4, 2 workers: 4
   // moved less at 64 KiB-1 MiB and more at 16-64 MiB, both within noise
   // (bench/results/cpu_budget_2026-11-23).
-  return usableCpus < 4 ? 2 : std::min(2 * usableCpus, 16);
+  return usableCpus < kFewCpus ? 2 : std::min(2 * usableCpus, 16);
 }
 
 int autoSpinUs(int usableCpus) {
@@ -64,7 +64,7 @@ EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy) {
   // latency in 11 of 14 paired runs on 2 CPUs (p50 medians 8.2 against
   // 9.9 us); bandwidth was within the runs' noise. From 4 CPUs the engines
   // tie; bench/results/uring_floor_2026-11-23.
-  if (usableCpus < 4 && zeroCopy == ZeroCopyMode::kOff) return EngineKind::kEpoll;
+  if (usableCpus < kFewCpus && zeroCopy == ZeroCopyMode::kOff) return EngineKind::kEpoll;
   return EngineKind::kAuto;
 }
 

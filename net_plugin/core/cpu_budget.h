@@ -19,6 +19,10 @@ namespace bagua::net {
 // (rounded up) of its cgroup and every ancestor. At least 1.
 int usableCpuCount();
 
+// Below this many usable CPUs the engine takes its small-machine settings:
+// 2 workers and epoll (see autoWorkerThreads and autoEngineKind).
+constexpr int kFewCpus = 4;
+
 // The engine's worker threads for `usableCpus` when BAGUA_NET_THREADS is
 // auto: twice the CPUs from 4 up, at most 16; 2 below 4.
 int autoWorkerThreads(int usableCpus);

@@ -65,14 +65,14 @@ std::shared_ptr<Engine> PluginState::engine() {
   if (!note.empty()) BAGUA_WARN("%s", note.c_str());
   // One line per process at INFO; restarts after idle periods only at TRACE.
   if (!engineLogged_) {
+    std::string why = params().engine == EngineKind::kAuto && kind == EngineKind::kEpoll
+                          ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
+                          : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
                "%zu-byte chunks%s",
-               engine->name(),
-               params().engine == EngineKind::kAuto && kind == EngineKind::kEpoll
-                   ? " (auto: fewer than 4 usable CPUs)"
-                   : "",
-               engine->workerCount(), engineSpinUs(), params().streams, params().chunkBytes,
+               engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params().streams,
+               params().chunkBytes,
                params().rateLimitMbps > 0
                    ? (", send rate limited to " + std::to_string(params().rateLimitMbps) +
                       " Mbit/s per rank (BAGUA_NET_RATE_LIMIT_MBPS, testing aid)")
