@@ -38,6 +38,19 @@ def series_by_pattern(data):
     return out
 
 
+def bagua_vs_tcp(bagua, size, med):
+    """The per-round ratio the tool computed (median [95% CI]), else the ratio of medians."""
+    z = next((z for z in bagua.get("sizes", []) if z["size"] == size), None)
+    paired = (z or {}).get("vs_reference")
+    if paired and paired["config"] == "tcp" and paired["algbw_ratio"]["median"] is not None:
+        r = paired["algbw_ratio"]
+        lo, hi = r["ci95"]
+        return f"{r['median']:.2f}x" + (f" [{lo:.2f}-{hi:.2f}]" if lo is not None else "")
+    if "bagua" in med and "tcp" in med and med["tcp"] > 0:
+        return f"{med['bagua'] / med['tcp']:.2f}x"
+    return "-"
+
+
 def table(path, pattern, series):
     rate = link_rate_gbps(path)
     names = [s["config"] for s in series]
@@ -45,7 +58,7 @@ def table(path, pattern, series):
     lat = pattern == "pingpong"
     head = ["size"] + [f"{n} {'p50 us' if lat else 'GB/s'}" for n in names]
     if "tcp" in by_name and "bagua" in by_name:
-        head.append("bagua / tcp")
+        head.append("bagua / tcp (per round, 95% CI)")
     if rate and "bagua" in by_name:
         head.append("bagua % of link")
     head += [f"cpu s/GB {n}" for n in names]
@@ -67,12 +80,8 @@ def table(path, pattern, series):
                 cells.append(f"{v['median']:.1f} ({v['min']:.1f}-{v['max']:.1f})")
             else:
                 cells.append(f"{v['median']:.3g} ({v['min']:.3g}-{v['max']:.3g})")
-        if "bagua / tcp" in head:
-            if "bagua" in med and "tcp" in med and med["tcp"] > 0:
-                ratio = med["bagua"] / med["tcp"]
-                cells.append(f"{ratio:.2f}x")
-            else:
-                cells.append("-")
+        if "bagua / tcp (per round, 95% CI)" in head:
+            cells.append(bagua_vs_tcp(by_name["bagua"], size, med))
         if "bagua % of link" in head:
             cells.append(f"{100 * med['bagua'] / rate:.1f}%" if "bagua" in med else "-")
         for n in names:

@@ -129,6 +129,9 @@ void validate(Options* o) {
   for (const Config& config : o->configs) {
     if (seen[config.name]++) throw UsageError("configuration name '" + config.name + "' repeats");
   }
+  if (!o->compareTo.empty() && !seen.count(o->compareTo)) {
+    throw UsageError("--compare-to: no configuration named '" + o->compareTo + "'");
+  }
 }
 
 }  // namespace
@@ -143,6 +146,15 @@ const char* patternName(Pattern pattern) {
       return "pingpong";
   }
   return "?";
+}
+
+size_t referenceConfig(const Options& o) {
+  size_t reference = o.configs.size();
+  for (size_t c = 0; c < o.configs.size(); ++c) {
+    bool named = o.compareTo.empty() ? o.configs[c].tcpBaseline : o.configs[c].name == o.compareTo;
+    if (named) reference = c;
+  }
+  return o.configs.size() < 2 ? o.configs.size() : reference;
 }
 
 size_t parseSize(const std::string& text) {
@@ -212,6 +224,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
       {"--reps", [&](const std::string& v) { o->reps = parseInt("--reps", v, 1, 1000); }},
       {"--configs", [&](const std::string& v) { parseConfigs(v, &o->configs); }},
       {"--baseline-if", [&](const std::string& v) { o->baselineIf = v; }},
+      {"--compare-to", [&](const std::string& v) { o->compareTo = v; }},
       {"--json", [&](const std::string& v) { o->jsonPath = v; }},
       {"--timeout",
        [&](const std::string& v) { o->timeoutSec = parseInt("--timeout", v, 1, 86400); }},

@@ -47,6 +47,7 @@ struct Options {
   bool baseline = false;
   bool baselineOnly = false;  // --baseline-only: no plugin configuration at all
   std::string baselineIf;     // interface of the TCP baseline ("" = from NCCL_SOCKET_IFNAME or lo)
+  std::string compareTo;      // --compare-to: the reference of the ratio column ("" = tcp)
   std::string jsonPath;
   double timeoutSec = 60;
   int dev = 0;           // plugin device index
@@ -60,6 +61,10 @@ struct Options {
 // Parses argv; throws UsageError naming the bad value. Returns false when
 // --help was asked for (the text is then already printed).
 bool parseOptions(int argc, char** argv, Options* options);
+
+// Index of the configuration the others are compared with: --compare-to's,
+// else the TCP baseline's; configs.size() when there is none (or only it).
+size_t referenceConfig(const Options& options);
 
 // "64M" -> 67108864 (K, M, G are powers of 1024, as in nccl-tests).
 size_t parseSize(const std::string& text);

@@ -7,7 +7,9 @@
 //              receiving ranks (see patterns.h for when a message starts)
 //   cpu s/GB = sum over ranks of user+sys CPU seconds of the timed loop
 //              / (sum over ranks of bytes sent+received / 1e9)
-// Each is computed per repetition; tables show the median with min-max.
+// Each is computed per repetition; tables show the median with min-max, and
+// against the reference (the TCP baseline or --compare-to) the median of the per-round ratios
+// (pairedRatios) with its distribution-free 95% confidence interval (stats.h) from 6 reps up.
 #include "tools/bagua_net_perf/report.h"
 
 #include <algorithm>
@@ -61,6 +63,16 @@ Measure measureSize(Pattern pattern, const std::vector<RankReport>& ranks, size_
   m.p99Us = percentile(latency, 99);
   m.cpuSecPerGB = bytes ? cpu / (static_cast<double>(bytes) / kGB) : nan;
   return m;
+}
+
+std::vector<double> pairedRatios(const std::vector<Measure>& a, const std::vector<Measure>& b,
+                                 double Measure::*field) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < std::min(a.size(), b.size()); ++r) {
+    double base = b[r].*field;
+    if (base > 0) ratios.push_back(a[r].*field / base);
+  }
+  return ratios;
 }
 
 Report::Report(const Options& options, std::vector<size_t> sizes)
@@ -121,9 +133,7 @@ void Report::printTable(FILE* out, Pattern pattern) const {
   std::fprintf(out,
                "# algbw = S/t (GB = 1e9 B), median (min-max) over reps; latency per message;"
                " cpu = user+sys s per GB sent+received\n");
-  size_t baseline = configs.size();
   for (size_t c = 0; c < configs.size(); ++c) {
-    if (configs[c].tcpBaseline) baseline = c;
     const Series* series = find(pattern, c);
     std::string text = series ? series->transport : "";
     if (!configs[c].env.empty()) text += text.empty() ? "env" : "; env";
@@ -132,18 +142,14 @@ void Report::printTable(FILE* out, Pattern pattern) const {
       text += (text.empty() ? "" : "; ") + ("FAILED: " + series->failure);
     std::fprintf(out, "#   %-16s %s\n", configs[c].name.c_str(), text.c_str());
   }
-  if (configs.size() < 2) baseline = configs.size();  // nothing to compare with
-  std::string ratioHead = baseline < configs.size() ? "  vs " + configs[baseline].name : "";
+  size_t baseline = referenceConfig(options_);
+  const Series* base = baseline < configs.size() ? find(pattern, baseline) : nullptr;
+  std::string ratioHead =
+      base ? "  vs " + configs[baseline].name + ": algbw per-round median [95% CI], cpu" : "";
   std::fprintf(out, "#\n# %8s  %-16s %10s %-19s %9s %9s %9s %7s%s\n", "size", "config",
                "algbw GB/s", " (min-max)", "p50 us", "p99 us", "cpu s/GB", "#wrong",
                ratioHead.c_str());
   for (size_t i = 0; i < sizes_.size(); ++i) {
-    double baseMedian = std::numeric_limits<double>::quiet_NaN();
-    if (const Series* base = baseline < configs.size() ? find(pattern, baseline) : nullptr) {
-      std::vector<double> bw;
-      for (const Measure& m : base->sizes[i]) bw.push_back(m.algbwGBps);
-      baseMedian = summarize(bw).median;
-    }
     for (size_t c = 0; c < configs.size(); ++c) {
       std::string sizeText = c == 0 ? formatSize(sizes_[i]) : "";
       const Series* series = find(pattern, c);
@@ -164,8 +170,16 @@ void Report::printTable(FILE* out, Pattern pattern) const {
       Summary b = summarize(bw);
       std::string range = " (" + number(b.min, "%.3g") + "-" + number(b.max, "%.3g") + ")";
       std::string ratio;
-      if (baseline < configs.size() && c != baseline && baseMedian > 0) {
-        ratio = "  " + number(b.median / baseMedian, "%6.2fx");
+      if (base && c != baseline && !base->sizes[i].empty()) {
+        std::vector<double> bwRatios =
+            pairedRatios(series->sizes[i], base->sizes[i], &Measure::algbwGBps);
+        Interval ci = medianInterval(bwRatios);
+        ratio = "  " + number(summarize(bwRatios).median, "%5.2fx");
+        if (std::isfinite(ci.low))
+          ratio += " [" + number(ci.low, "%.2f") + "-" + number(ci.high, "%.2f") + "]";
+        double cpuRatio =
+            summarize(pairedRatios(series->sizes[i], base->sizes[i], &Measure::cpuSecPerGB)).median;
+        ratio += ", cpu " + number(cpuRatio, "%.2fx");
       }
       std::fprintf(out, "  %8s  %-16s %10s %-19s %9s %9s %9s %7llu%s\n", sizeText.c_str(),
                    configs[c].name.c_str(), number(b.median, "%.4g").c_str(), range.c_str(),

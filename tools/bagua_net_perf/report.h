@@ -26,6 +26,12 @@ struct Measure {
   uint64_t sizeErrors = 0;
 };
 
+// Per repetition r, field(a[r]) / field(b[r]): a configuration against the
+// baseline measured in the same round (runs interleave A B A B ...), so that
+// a machine's drift between rounds cancels. Pairs only the common reps.
+std::vector<double> pairedRatios(const std::vector<Measure>& a, const std::vector<Measure>& b,
+                                 double Measure::*field);
+
 // Folds the ranks' reports of one size into a Measure.
 Measure measureSize(Pattern pattern, const std::vector<RankReport>& ranks, size_t sizeIndex);
 

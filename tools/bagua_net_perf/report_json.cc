@@ -43,6 +43,14 @@ std::string summary(const std::vector<double>& values) {
          "}";
 }
 
+// Per-round ratios against the reference configuration: count, median and 95% interval.
+std::string ratioSummary(const std::vector<double>& ratios) {
+  Interval ci = medianInterval(ratios);
+  return "{\"rounds\": " + std::to_string(ratios.size()) +
+         ", \"median\": " + num(summarize(ratios).median) + ", \"ci95\": [" + num(ci.low) + ", " +
+         num(ci.high) + "]}";
+}
+
 }  // namespace
 
 void Report::writeJson(const std::string& path) const {
@@ -68,12 +76,15 @@ void Report::writeJson(const std::string& path) const {
     }
     j << "}}";
   }
+  size_t baseline = referenceConfig(o);
   j << "\n  ],\n  \"series\": [";
   bool first = true;
   for (Pattern pattern : o.patterns) {
     for (size_t c = 0; c < o.configs.size(); ++c) {
       const Series* series = find(pattern, c);
       if (!series) continue;
+      const Series* base =
+          baseline != c && baseline < o.configs.size() ? find(pattern, baseline) : nullptr;
       j << (first ? "\n    " : ",\n    ") << "{\"pattern\": " << quote(patternName(pattern))
         << ", \"config\": " << quote(o.configs[c].name)
         << ", \"transport\": " << quote(series->transport)
@@ -101,8 +112,16 @@ void Report::writeJson(const std::string& path) const {
         j << (i ? ",\n      " : "\n      ") << "{\"size\": " << sizes_[i]
           << ", \"algbw_gbps\": " << summary(bw) << ", \"time_us\": " << summary(t)
           << ", \"p50_us\": " << summary(p50) << ", \"p99_us\": " << summary(p99)
-          << ", \"cpu_s_per_gb\": " << summary(cpu) << ", \"wrong\": " << wrong << ", \"reps\": ["
-          << reps.str() << "]}";
+          << ", \"cpu_s_per_gb\": " << summary(cpu) << ", \"wrong\": " << wrong;
+        if (base) {
+          j << ", \"vs_reference\": {\"config\": " << quote(o.configs[baseline].name)
+            << ", \"algbw_ratio\": "
+            << ratioSummary(pairedRatios(series->sizes[i], base->sizes[i], &Measure::algbwGBps))
+            << ", \"cpu_ratio\": "
+            << ratioSummary(pairedRatios(series->sizes[i], base->sizes[i], &Measure::cpuSecPerGB))
+            << "}";
+        }
+        j << ", \"reps\": [" << reps.str() << "]}";
       }
       j << "]}";
     }

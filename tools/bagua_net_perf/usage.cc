@@ -66,6 +66,8 @@ What to compare
                        without any plugin)
   --baseline-if IF     interface for the baseline (default: first entry of
                        NCCL_SOCKET_IFNAME, else lo)
+  --compare-to NAME    the configuration the ratio column divides by
+                       (default: tcp, with --baseline)
   --reps R             repetitions, interleaved A B A B ... (default 1)
 
 Output
@@ -87,6 +89,11 @@ Formulas (nccl-tests conventions; GB = 1e9 bytes)
   busbw     = algbw for these point-to-point patterns (each link carries S
               per operation)
   Reported per configuration: median of the R repetitions, with min-max.
+  Against the reference (tcp with --baseline, or --compare-to): per round r,
+  algbw(config, r) / algbw(reference, r) and the same for cpu s/GB (rounds interleave, so a machine's
+  drift between rounds cancels); the median of those ratios and, from 6 reps
+  up, its distribution-free 95% confidence interval (order statistics of the
+  binomial sign test). An interval that excludes a target decides it.
 
 Plugin calls, as NCCL makes them
   init (v11: once per run with a context and trafficClass -1), devices,
