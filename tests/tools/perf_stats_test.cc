@@ -1,10 +1,14 @@
 // bagua-net-perf's statistics: the median's confidence interval that decides
-// a target, and the per-round pairing of a configuration with the baseline.
+// a target, the per-round pairing of a configuration with the reference, and
+// which configuration is the reference (--compare-to).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "tools/bagua_net_perf/errors.h"
+#include "tools/bagua_net_perf/options.h"
 #include "tools/bagua_net_perf/report.h"
 #include "tools/bagua_net_perf/stats.h"
 
@@ -82,6 +86,39 @@ TEST(PairedRatios, PairsOnlyCommonRoundsAndSkipsAnEmptyBaseline) {
   std::vector<double> bw = pairedRatios(plugin, tcp, &Measure::algbwGBps);
   ASSERT_EQ(bw.size(), 1u);
   EXPECT_DOUBLE_EQ(bw[0], 2);
+}
+
+Options parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "bagua-net-perf");
+  args.insert(args.end(), {"--plugin", "/nonexistent/libnccl-net.so"});  // not loaded here
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  Options options;
+  parseOptions(static_cast<int>(argv.size()), argv.data(), &options);
+  return options;
+}
+
+TEST(ReferenceConfig, TcpByDefaultTheNamedOneWithCompareToAndNoneAlone) {
+  Options withTcp = parse({"--configs", "a=;b=BAGUA_NET_STREAMS=1", "--baseline"});
+  EXPECT_EQ(withTcp.configs[referenceConfig(withTcp)].name, "tcp");
+  Options named =
+      parse({"--configs", "a=;b=BAGUA_NET_STREAMS=1", "--baseline", "--compare-to", "b"});
+  EXPECT_EQ(named.configs[referenceConfig(named)].name, "b");
+  Options noTcp = parse({"--configs", "a=;b=BAGUA_NET_STREAMS=1"});
+  EXPECT_EQ(referenceConfig(noTcp), noTcp.configs.size());  // nothing to divide by
+  Options alone = parse({"--baseline-only"});
+  EXPECT_EQ(referenceConfig(alone), alone.configs.size());
+}
+
+TEST(ReferenceConfig, AnUnknownNameIsAUsageErrorThatNamesIt) {
+  try {
+    parse({"--configs", "a=", "--baseline", "--compare-to", "epoll"});
+    FAIL() << "--compare-to epoll was accepted without such a configuration";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--compare-to: no configuration named 'epoll'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
