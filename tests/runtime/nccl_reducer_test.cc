@@ -10,13 +10,13 @@
 #include <random>
 #include <vector>
 
-#include "kernels/minmax_uint8.h"
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/comm/nccl_communicator.h"
 #include "runtime/common/error.h"
 #include "runtime/ops/cuda_ops.h"
 #include "runtime/reducer/reducer.h"
+#include "tests/runtime/bytegrad_reference.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
@@ -125,30 +125,12 @@ TEST(NcclReducer, ByteGradEqualsTheCpuReferenceBitForBit) {
           specs.push_back(TensorSpec{"", nullptr, kSizes[t], DType::kFloat32, Device::kCuda});
         }
         for (const BucketLayout& b : planBuckets(specs, 256 << 10, static_cast<size_t>(size))) {
-          size_t chunk = b.paddedNumel / static_cast<size_t>(size);
-          size_t stride = kernels::compressedChunkBytes(chunk);
-          std::vector<std::vector<uint8_t>> sent;
+          std::vector<std::vector<float>> inputs;
           for (int r = 0; r < size; ++r) {
-            std::vector<float> flat(b.paddedNumel, 0.0f);
-            for (const BucketSlot& s : b.slots) {
-              std::vector<float> g = gradient(r, s.tensor, kSizes[s.tensor], false);
-              std::copy(g.begin(), g.end(), flat.begin() + static_cast<std::ptrdiff_t>(s.offset));
-            }
-            sent.emplace_back(stride * size);
-            kernels::compressCpu(DType::kFloat32, flat.data(), chunk, size, -1, sent.back().data());
+            inputs.push_back(
+                flattenBucket(b, [r](size_t t) { return gradient(r, t, kSizes[t], false); }));
           }
-          std::vector<float> want(b.paddedNumel);
-          for (int c = 0; c < size; ++c) {
-            std::vector<float> slots(b.paddedNumel);
-            for (int j = 0; j < size; ++j) {
-              kernels::decompressCpu(DType::kFloat32, sent[j].data() + stride * c, chunk, 1,
-                                     slots.data() + chunk * j);
-            }
-            kernels::reduceChunksCpu(DType::kFloat32, slots.data(), chunk, size, c, true);
-            std::vector<uint8_t> own(stride);
-            kernels::compressCpu(DType::kFloat32, slots.data(), chunk, size, c, own.data());
-            kernels::decompressCpu(DType::kFloat32, own.data(), chunk, 1, want.data() + chunk * c);
-          }
+          std::vector<float> want = bytegradReference(inputs, size);
           for (const BucketSlot& s : b.slots) {
             check(std::memcmp(got[s.tensor].data(), want.data() + s.offset,
                               kSizes[s.tensor] * sizeof(float)) == 0,

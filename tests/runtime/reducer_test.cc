@@ -10,13 +10,13 @@
 #include <random>
 #include <vector>
 
-#include "kernels/minmax_uint8.h"
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/common/error.h"
 #include "runtime/ops/cpu_ops.h"
 #include "runtime/reducer/reducer.h"
+#include "tests/runtime/bytegrad_reference.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
@@ -109,31 +109,6 @@ TEST_P(ReducerRanks, GradientAllreduceAveragesExactlyOverSteps) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
-// What ByteGrad must produce for one bucket, computed from every rank's input.
-std::vector<float> bytegradReference(const std::vector<std::vector<float>>& inputs, int size) {
-  size_t numel = inputs[0].size();
-  size_t chunk = numel / static_cast<size_t>(size);
-  size_t stride = kernels::compressedChunkBytes(chunk);
-  std::vector<std::vector<uint8_t>> sent(static_cast<size_t>(size),
-                                         std::vector<uint8_t>(stride * size));
-  for (int r = 0; r < size; ++r) {
-    kernels::compressCpu(DType::kFloat32, inputs[r].data(), chunk, size, -1, sent[r].data());
-  }
-  std::vector<float> out(numel);
-  for (int c = 0; c < size; ++c) {  // the chunk rank c reduces
-    std::vector<float> slots(numel);
-    for (int j = 0; j < size; ++j) {
-      kernels::decompressCpu(DType::kFloat32, sent[j].data() + stride * c, chunk, 1,
-                             slots.data() + chunk * j);
-    }
-    kernels::reduceChunksCpu(DType::kFloat32, slots.data(), chunk, size, c, true);
-    std::vector<uint8_t> own(stride);
-    kernels::compressCpu(DType::kFloat32, slots.data(), chunk, size, c, own.data());
-    kernels::decompressCpu(DType::kFloat32, own.data(), chunk, 1, out.data() + chunk * c);
-  }
-  return out;
-}
-
 TEST_P(ReducerRanks, ByteGradMatchesTheReferenceBitForBitOnEveryRank) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
     RankSetup s = makeSetup(rank, size, store);
@@ -145,12 +120,7 @@ TEST_P(ReducerRanks, ByteGradMatchesTheReferenceBitForBitOnEveryRank) {
       check(b.paddedNumel % static_cast<size_t>(size) == 0, "bucket not aligned to world size");
       std::vector<std::vector<float>> inputs;
       for (int r = 0; r < size; ++r) {
-        std::vector<float> flat(b.paddedNumel, 0.0f);
-        for (const BucketSlot& slot : b.slots) {
-          std::vector<float> g = gradient(r, slot.tensor, kSizes[slot.tensor]);
-          std::copy(g.begin(), g.end(), flat.begin() + static_cast<std::ptrdiff_t>(slot.offset));
-        }
-        inputs.push_back(flat);
+        inputs.push_back(flattenBucket(b, [r](size_t t) { return gradient(r, t, kSizes[t]); }));
       }
       std::vector<float> want = bytegradReference(inputs, size);
       for (const BucketSlot& slot : b.slots) {
