@@ -57,6 +57,8 @@ ncclResult_t iflush(void* recvComm, int n, void** data, int* sizes, void** mhand
                     void** request);
 ncclResult_t test(void* request, int* done, int* sizes);
 ncclResult_t closeSend(void* sendComm);
+// Connects started and not yet finished or closed (for tests and diagnostics).
+size_t pendingConnects();
 ncclResult_t closeRecv(void* recvComm);
 ncclResult_t closeListen(void* listenComm);
 

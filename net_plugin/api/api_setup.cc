@@ -2,6 +2,7 @@
 // listen/connect/accept and the closes.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -42,32 +43,71 @@ int streamsFor(const ListenHandle& handle, const Context* ctx) {
 }
 
 // connect() state between calls, keyed by the id written into the handle.
+//
+// NCCL polls a connect until it returns a comm or fails. One it stops polling
+// (a communicator aborted during setup) would keep its sockets until exit, so
+// an entry also ends with its v11 context (finalizeContext), and one left
+// unpolled past its own deadline, after which it could only fail, is closed
+// by the process's next connect().
 class PendingConnects {
  public:
+  // How long past its deadline an unpolled connect is kept (a poll after the
+  // deadline would have ended it with the timeout error).
+  static constexpr std::chrono::seconds kAbandonGrace{1};
+
   static PendingConnects& get() {
     static PendingConnects pending;
     return pending;
   }
-  uint64_t add(std::unique_ptr<Connector> connector) {
+  uint64_t add(std::unique_ptr<Connector> connector, const void* ctx) {
     std::lock_guard<std::mutex> lock(mutex_);
+    closeAbandonedLocked();
     uint64_t id = randomToken();
-    connectors_[id] = std::move(connector);
+    connectors_[id] = Entry{std::move(connector), ctx};
     return id;
   }
-  // nullptr when `id` is unknown (a corrupted handle).
-  Connector* find(uint64_t id) {
+  // nullptr when `id` is unknown (a corrupted handle, or a connect closed as
+  // abandoned). Shared: another thread's add() may close an entry while its
+  // caller is still inside progress().
+  std::shared_ptr<Connector> find(uint64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = connectors_.find(id);
-    return it == connectors_.end() ? nullptr : it->second.get();
+    return it == connectors_.end() ? nullptr : it->second.connector;
   }
   void remove(uint64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     connectors_.erase(id);
   }
+  // Closes the connects started with `ctx`; returns how many.
+  size_t removeContext(const void* ctx) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::erase_if(connectors_, [ctx](const auto& e) { return e.second.ctx == ctx; });
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return connectors_.size();
+  }
 
  private:
+  struct Entry {
+    std::shared_ptr<Connector> connector;
+    const void* ctx;  // the v11 context, or NULL
+  };
+
+  void closeAbandonedLocked() {
+    auto now = Connector::Clock::now();
+    std::erase_if(connectors_, [now](const auto& e) {
+      if (now <= e.second.connector->deadline() + kAbandonGrace) return false;
+      BAGUA_INFO(NCCL_NET,
+                 "closed an abandoned connect to %s (not polled since its %d ms deadline, "
+                 "BAGUA_NET_CONNECT_TIMEOUT_MS)",
+                 e.second.connector->peer().c_str(), params().connectTimeoutMs);
+      return true;
+    });
+  }
+
   std::mutex mutex_;
-  std::map<uint64_t, std::unique_ptr<Connector>> connectors_;
+  std::map<uint64_t, Entry> connectors_;
 };
 
 int deviceCount() { return static_cast<int>(PluginState::get().devices().size()); }
@@ -102,6 +142,9 @@ ncclResult_t finalizeContext(void* ctx) {
     if (ctx == nullptr) return Status::kOk;  // NCCL 2.28 finalizes after a failed init
     BAGUA_CHECK_ARG(Registry::get().is(ctx, ObjectKind::kContext), "unknown context %p", ctx);
     Registry::get().remove(ctx);
+    if (size_t n = PendingConnects::get().removeContext(ctx); n > 0) {
+      BAGUA_INFO(NCCL_NET, "closed %zu connect(s) of the finalized context still in progress", n);
+    }
     delete static_cast<Context*>(ctx);
     return Status::kOk;
   });
@@ -191,11 +234,12 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
       std::shared_ptr<RateLimiter> limiter =
           context != nullptr ? context->limiter : PluginState::get().processLimiter();
       h->connectId = PendingConnects::get().add(
-          std::make_unique<Connector>(*h, streamsFor(*h, context), limiter));
+          std::make_unique<Connector>(*h, streamsFor(*h, context), limiter), ctx);
     }
-    Connector* connector = PendingConnects::get().find(h->connectId);
+    std::shared_ptr<Connector> connector = PendingConnects::get().find(h->connectId);
     BAGUA_CHECK_ARG(connector != nullptr,
-                    "handle names an unknown connect in progress (corrupted)");
+                    "handle names an unknown connect in progress (corrupted, or abandoned: not "
+                    "polled past BAGUA_NET_CONNECT_TIMEOUT_MS, or its context was finalized)");
     std::unique_ptr<SendComm> comm;
     try {
       comm = connector->progress();
@@ -267,5 +311,7 @@ ncclResult_t closeListen(void* listenComm) {
     return Status::kOk;
   });
 }
+
+size_t pendingConnects() { return PendingConnects::get().size(); }
 
 }  // namespace bagua::net::api

@@ -22,6 +22,8 @@ Connector::Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<R
   for (uint16_t i = 0; i < n; ++i) conns_[i].hello = makeHello(i, n, handle.token, connId_);
 }
 
+std::string Connector::peer() const { return sockAddrToString(handle_.addr); }
+
 std::unique_ptr<SendComm> Connector::progress() {
   bool ready = true;
   for (uint16_t i = 0; i < conns_.size(); ++i) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "net_plugin/core/send_comm.h"
@@ -26,12 +27,18 @@ class Connector {
   // caps the send rate of the comm it makes.
   Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter);
 
+  using Clock = std::chrono::steady_clock;
+
   // Returns the comm when every stream is ready, else nullptr. Throws
   // NetError on a fatal error or when the connect timeout passes.
   std::unique_ptr<SendComm> progress();
 
+  // After this, progress() can only fail (BAGUA_NET_CONNECT_TIMEOUT_MS).
+  Clock::time_point deadline() const { return deadline_; }
+  // "address:port" of the listener it connects to.
+  std::string peer() const;
+
  private:
-  using Clock = std::chrono::steady_clock;
   enum class State { kIdle, kConnecting, kHello, kReady };
   struct Conn {
     State state = State::kIdle;

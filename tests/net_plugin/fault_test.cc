@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
+#include "net_plugin/core/params.h"
 #include "net_plugin/core/wire.h"
 #include "tests/net_plugin/support/harness.h"
 
@@ -180,6 +181,59 @@ TEST(Connect, VanishedListenerFailsWithinConnectTimeout) {
   EXPECT_EQ(sendComm, nullptr);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // the suite's timeout is 500 ms
   EXPECT_TRUE(logContains("could not connect"));
+}
+
+// A handle whose listener has gone: each connect() call meets a refused
+// connection and schedules a retry, so one call leaves the connect pending.
+void makeDeadHandle(char* handle) {
+  void* listenComm = nullptr;
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  ASSERT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+TEST(Connect, AConnectLeftPendingEndsWithItsContext) {
+  clearCapturedLog();
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  makeDeadHandle(handle);
+  void* ctx = nullptr;
+  ASSERT_EQ(api::initContext(&ctx, 7, NCCL_NET_TRAFFIC_CLASS_UNDEF, nullptr), ncclSuccess);
+  size_t before = api::pendingConnects();
+  void* sendComm = nullptr;
+  ASSERT_EQ(api::connect(ctx, 0, handle, &sendComm), ncclSuccess);
+  ASSERT_EQ(sendComm, nullptr) << "the listener is gone: the connect must still be pending";
+  EXPECT_EQ(api::pendingConnects(), before + 1);
+  // NCCL aborts the communicator here and never polls the connect again.
+  EXPECT_EQ(api::finalizeContext(ctx), ncclSuccess);
+  EXPECT_EQ(api::pendingConnects(), before);
+  EXPECT_TRUE(logContains("closed 1 connect(s) of the finalized context"));
+}
+
+TEST(Connect, AConnectAbandonedPastItsDeadlineIsClosedByTheNextConnect) {
+  clearCapturedLog();
+  char first[NCCL_NET_HANDLE_MAXSIZE] = {};
+  char second[NCCL_NET_HANDLE_MAXSIZE] = {};
+  makeDeadHandle(first);
+  makeDeadHandle(second);
+  void* sendComm = nullptr;
+  ASSERT_EQ(api::connect(nullptr, 0, first, &sendComm), ncclSuccess);  // no context: v8-v10
+  ASSERT_EQ(sendComm, nullptr);
+  // Past the first connect's deadline (the suite sets 500 ms) and the 1 s grace.
+  std::this_thread::sleep_for(std::chrono::milliseconds(params().connectTimeoutMs) + 1500ms);
+  ASSERT_EQ(api::connect(nullptr, 0, second, &sendComm), ncclSuccess);
+  ASSERT_EQ(sendComm, nullptr);
+  EXPECT_EQ(api::pendingConnects(), 1u) << "only the second is left (and nothing older)";
+  EXPECT_TRUE(logContains("closed an abandoned connect"));
+  // Polling the first again is a clear error, not a crash.
+  EXPECT_EQ(api::connect(nullptr, 0, first, &sendComm), ncclInvalidArgument);
+  EXPECT_TRUE(logContains("abandoned: not polled past BAGUA_NET_CONNECT_TIMEOUT_MS"));
+  // The second still ends as a connect should: with the timeout error.
+  ncclResult_t rc = ncclSuccess;
+  auto start = std::chrono::steady_clock::now();
+  while (rc == ncclSuccess && std::chrono::steady_clock::now() - start < 10s) {
+    rc = api::connect(nullptr, 0, second, &sendComm);
+  }
+  EXPECT_EQ(rc, ncclRemoteError);
+  EXPECT_EQ(api::pendingConnects(), 0u);
 }
 
 TEST(InvalidArgument, NullPointersAndBadDevices) {
