@@ -1,4 +1,4 @@
-// CPU budget: affinity mask and cgroup v2 quota (see cpu_budget.h).
+// CPU budget: affinity mask and cgroup v2 or v1 quota (see cpu_budget.h).
 #include "net_plugin/core/cpu_budget.h"
 
 #include <sched.h>
@@ -26,6 +26,37 @@ bool parseCount(std::string_view* text, long long* value) {
   if (err != std::errc() || *value < 0) return false;
   text->remove_prefix(static_cast<size_t>(next - text->data()));
   return true;
+}
+
+// Splits `text` at `sep` into the part before it (returned) and the rest.
+std::string_view nextField(std::string_view* text, char sep) {
+  size_t at = text->find(sep);
+  std::string_view field = text->substr(0, at);
+  text->remove_prefix(at == std::string_view::npos ? text->size() : at + 1);
+  return field;
+}
+
+// True when the comma-separated `list` holds `item` ("rw,cpu,cpuacct" holds "cpu").
+bool listHas(std::string_view list, std::string_view item) {
+  while (!list.empty()) {
+    if (nextField(&list, ',') == item) return true;
+  }
+  return false;
+}
+
+// The smallest positive `cpusIn(dir)` over `path` and its ancestors (dir
+// "/a/b", "/a", ""), or 0.
+template <typename CpusIn>
+int tightestOnPath(std::string dir, CpusIn cpusIn) {
+  int limit = 0;
+  while (true) {
+    int cpus = cpusIn(dir);
+    if (cpus > 0 && (limit == 0 || cpus < limit)) limit = cpus;
+    size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos) break;
+    dir.resize(slash);
+  }
+  return limit;
 }
 
 // CPUs in the affinity mask; the online CPUs where the mask does not fit a
@@ -90,25 +121,77 @@ std::string cgroupV2Path(std::string_view procSelfCgroup) {
 }
 
 int cgroupCpuLimit(const std::string& root, const std::string& path) {
-  int limit = 0;
-  std::string dir = path;
-  while (true) {
-    int cpus = cpusFromCpuMax(readFile(root + dir + "/cpu.max"));
-    if (cpus > 0 && (limit == 0 || cpus < limit)) limit = cpus;
-    size_t slash = dir.find_last_of('/');
-    if (slash == std::string::npos) break;
-    dir.resize(slash);  // "/a/b" -> "/a" -> "" (the root, which has no cpu.max)
+  // "/a/b" -> "/a" -> "" (the root, which has no cpu.max)
+  return tightestOnPath(path, [&](const std::string& dir) {
+    return cpusFromCpuMax(readFile(root + dir + "/cpu.max"));
+  });
+}
+
+int cpusFromCfsQuota(std::string_view quotaUs, std::string_view periodUs) {
+  long long quota = 0;
+  long long period = 0;
+  // "-1" (no quota) fails parseCount, as does anything else that is not a count.
+  if (!parseCount(&quotaUs, &quota) || !parseCount(&periodUs, &period)) return 0;
+  if (quota == 0 || period == 0) return 0;
+  return static_cast<int>((quota + period - 1) / period);
+}
+
+CgroupV1Cpu cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup) {
+  // mountinfo: "id parent major:minor root mountpoint options [tags] - fstype source superopts".
+  std::string_view root;
+  std::string_view mountPoint;
+  while (!mountinfo.empty() && mountPoint.empty()) {
+    std::string_view line = nextField(&mountinfo, '\n');
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    std::string_view tail = line.substr(dash + 3);
+    if (nextField(&tail, ' ') != "cgroup") continue;
+    nextField(&tail, ' ');  // source
+    if (!listHas(nextField(&tail, ' '), "cpu")) continue;
+    std::string_view head = line.substr(0, dash);
+    for (int i = 0; i < 3; ++i) nextField(&head, ' ');
+    root = nextField(&head, ' ');
+    mountPoint = nextField(&head, ' ');
   }
-  return limit;
+  if (mountPoint.empty()) return {};
+  // /proc/self/cgroup: "hierarchy-id:controllers:path", one line per hierarchy.
+  std::string_view path;
+  while (!procSelfCgroup.empty()) {
+    std::string_view line = nextField(&procSelfCgroup, '\n');
+    nextField(&line, ':');
+    if (listHas(nextField(&line, ':'), "cpu")) {
+      path = line;
+      break;
+    }
+  }
+  if (root != "/") {
+    // The mount shows a subtree (a container's own cgroup): paths are below its root.
+    bool below = path.substr(0, root.size()) == root &&
+                 (path.size() == root.size() || path[root.size()] == '/');
+    path = below ? path.substr(root.size()) : std::string_view();
+  }
+  if (path == "/") path = {};
+  return {std::string(mountPoint), std::string(path)};
+}
+
+int cgroupV1CpuLimit(const std::string& mountPoint, const std::string& path) {
+  return tightestOnPath(path, [&](const std::string& dir) {
+    std::string at = mountPoint + dir;
+    return cpusFromCfsQuota(readFile(at + "/cpu.cfs_quota_us"),
+                            readFile(at + "/cpu.cfs_period_us"));
+  });
 }
 
 int usableCpuCount() {
   int cpus = affinityCpuCount();
-  std::string path = cgroupV2Path(readFile("/proc/self/cgroup"));
-  if (!path.empty()) {
-    int quota = cgroupCpuLimit("/sys/fs/cgroup", path);
-    if (quota > 0 && (cpus == 0 || quota < cpus)) cpus = quota;
-  }
+  auto bound = [&cpus](int quota) {
+    if (quota > 0 && (cpus <= 0 || quota < cpus)) cpus = quota;
+  };
+  std::string procSelfCgroup = readFile("/proc/self/cgroup");
+  std::string path = cgroupV2Path(procSelfCgroup);
+  if (!path.empty()) bound(cgroupCpuLimit("/sys/fs/cgroup", path));
+  CgroupV1Cpu v1 = cgroupV1Cpu(readFile("/proc/self/mountinfo"), procSelfCgroup);
+  if (!v1.mountPoint.empty()) bound(cgroupV1CpuLimit(v1.mountPoint, v1.path));
   return cpus > 0 ? cpus : 1;
 }
 

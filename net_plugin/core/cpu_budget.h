@@ -4,8 +4,9 @@
 // CPUs: taskset, cpuset cgroups (docker --cpuset-cpus, Kubernetes static CPU
 // manager, Slurm's task binding) shrink the affinity mask, and a CFS
 // bandwidth quota (cgroup v2 cpu.max: docker --cpus, Kubernetes CPU limits)
-// caps the CPU time. Sizing by the host would start 8 spinning workers inside
-// a 2-CPU container. cgroup v1 quotas are not read.
+// caps the CPU time, as do cgroup v1's cpu.cfs_quota_us and cpu.cfs_period_us
+// (the same on hosts still on v1 or the hybrid layout). Sizing by the host
+// would start 8 spinning workers inside a 2-CPU container.
 #pragma once
 
 #include <string>
@@ -15,8 +16,8 @@
 
 namespace bagua::net {
 
-// CPUs in this process's affinity mask, bounded by the cgroup v2 CPU quota
-// (rounded up) of its cgroup and every ancestor. At least 1.
+// CPUs in this process's affinity mask, bounded by the CPU quota (rounded
+// up) of its cgroup and every ancestor, v2 or v1. At least 1.
 int usableCpuCount();
 
 // Below this many usable CPUs the engine takes its small-machine settings:
@@ -48,5 +49,25 @@ std::string cgroupV2Path(std::string_view procSelfCgroup);
 // The smallest CPU quota among the cpu.max files of cgroup `path` and its
 // ancestors under `root` (e.g. /sys/fs/cgroup), or 0 when none sets one.
 int cgroupCpuLimit(const std::string& root, const std::string& path);
+
+// cgroup v1: the CPUs cpu.cfs_quota_us over cpu.cfs_period_us grant
+// ("200000", "100000" -> 2, rounded up), or 0 for "-1" (no quota) or text
+// that is not a quota.
+int cpusFromCfsQuota(std::string_view quotaUs, std::string_view periodUs);
+
+// Where this process's v1 cpu controller directory is: the mount point of
+// the v1 hierarchy holding "cpu" (from /proc/self/mountinfo text) and the
+// process's cgroup below it (from /proc/self/cgroup text, less the mount's
+// root, so a container that sees its own cgroup as the mount's root maps to
+// ""). Empty mountPoint when there is no v1 cpu controller.
+struct CgroupV1Cpu {
+  std::string mountPoint;  // e.g. /sys/fs/cgroup/cpu,cpuacct
+  std::string path;        // e.g. /slurm/job_7, or "" for the mount itself
+};
+CgroupV1Cpu cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup);
+
+// The smallest v1 CPU quota among the cgroup `path` under `mountPoint` and
+// its ancestors up to the mount, or 0 when none sets one.
+int cgroupV1CpuLimit(const std::string& mountPoint, const std::string& path);
 
 }  // namespace bagua::net

@@ -30,7 +30,7 @@ struct Params {
 
   // BAGUA_NET_THREADS (int, 0 = auto): engine worker threads shared by every
   // connection of the process. Auto is twice the CPUs the process may use
-  // (affinity mask, cgroup v2 CPU quota: cpu_budget.h), at most 16, and 2
+  // (affinity mask, cgroup v2 or v1 CPU quota: cpu_budget.h), at most 16, and 2
   // below 4 CPUs: on loopback and fast NICs the kernel's copies run on these
   // threads, so they bound throughput. Range 0..64.
   int threads = 0;

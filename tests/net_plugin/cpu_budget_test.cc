@@ -1,15 +1,20 @@
-// The CPU budget that sizes the engine: cgroup v2 cpu.max and
-// /proc/self/cgroup parsing, the quota walk up a cgroup tree (built in a
-// temporary directory), and the affinity mask (narrowed with
+// The CPU budget that sizes the engine: cgroup v2 cpu.max, v1 cfs quota,
+// /proc/self/cgroup and mountinfo parsing, the quota walk up a cgroup tree
+// (built in a temporary directory), and the affinity mask (narrowed with
 // sched_setaffinity) reaching the engine's automatic thread count and spin.
 #include "net_plugin/core/cpu_budget.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "net_plugin/core/plugin_state.h"
 
@@ -71,6 +76,80 @@ TEST_F(CgroupTree, NoQuotaAnywhereIsZero) {
   EXPECT_EQ(cgroupCpuLimit(root_, "/"), 0);
 }
 
+TEST(CfsQuota, QuotaOverPeriodRoundedUp) {
+  EXPECT_EQ(cpusFromCfsQuota("200000\n", "100000\n"), 2);
+  EXPECT_EQ(cpusFromCfsQuota("150000\n", "100000\n"), 2);
+  EXPECT_EQ(cpusFromCfsQuota("50000", "100000"), 1);
+}
+
+TEST(CfsQuota, NoQuotaOrMalformedIsZero) {
+  EXPECT_EQ(cpusFromCfsQuota("-1\n", "100000\n"), 0) << "-1: no quota";
+  EXPECT_EQ(cpusFromCfsQuota("", ""), 0) << "files missing";
+  EXPECT_EQ(cpusFromCfsQuota("200000", "0"), 0);
+  EXPECT_EQ(cpusFromCfsQuota("max", "100000"), 0);
+}
+
+// /proc/self/mountinfo of a host with v1 controllers mounted one per
+// directory (as on this project's build VM) and of the common combined mount.
+constexpr const char* kSeparateMounts =
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    "34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+constexpr const char* kCombinedMount =
+    "25 24 0:22 / /sys/fs/cgroup/cpuset rw shared:5 - cgroup cgroup rw,cpuset\n"
+    "26 24 0:23 / /sys/fs/cgroup/cpu,cpuacct rw shared:6 - cgroup cgroup rw,cpu,cpuacct\n";
+// A container without a cgroup namespace: the mount shows its own cgroup.
+constexpr const char* kContainerMount =
+    "40 39 0:23 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro master:6 - cgroup cgroup "
+    "rw,cpu,cpuacct\n";
+
+TEST(CgroupV1, FindsTheCpuHierarchyAndTheProcessCgroupBelowIt) {
+  CgroupV1Cpu v1 = cgroupV1Cpu(kSeparateMounts, "3:cpuset:/\n2:cpuacct:/\n1:cpu:/job/7\n0::/\n");
+  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu") << "not cpuset, not cpuacct alone";
+  EXPECT_EQ(v1.path, "/job/7");
+  v1 = cgroupV1Cpu(kCombinedMount, "5:cpuset:/\n4:cpu,cpuacct:/slurm/uid_1/job_9\n");
+  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu,cpuacct");
+  EXPECT_EQ(v1.path, "/slurm/uid_1/job_9");
+  EXPECT_EQ(cgroupV1Cpu(kCombinedMount, "4:cpu,cpuacct:/\n").path, "") << "the root cgroup";
+}
+
+TEST(CgroupV1, AContainerSeesItsCgroupAsTheMountRoot) {
+  CgroupV1Cpu v1 = cgroupV1Cpu(kContainerMount, "4:cpu,cpuacct:/docker/abc\n");
+  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu,cpuacct");
+  EXPECT_EQ(v1.path, "");
+  EXPECT_EQ(cgroupV1Cpu(kContainerMount, "4:cpu,cpuacct:/docker/abc/inner\n").path, "/inner");
+  EXPECT_EQ(cgroupV1Cpu(kContainerMount, "4:cpu,cpuacct:/docker/abcdef\n").path, "")
+      << "a sibling whose name only starts the same is not below the root";
+}
+
+TEST(CgroupV1, NoV1CpuControllerIsEmpty) {
+  EXPECT_EQ(
+      cgroupV1Cpu("41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/a\n").mountPoint,
+      "");
+  EXPECT_EQ(cgroupV1Cpu("", "").mountPoint, "");
+  EXPECT_EQ(cgroupV1Cpu("garbage without fields\n", "1:cpu:/x\n").mountPoint, "");
+}
+
+TEST_F(CgroupTree, TheTightestV1QuotaOnThePathWins) {
+  auto writeCfs = [this](const std::string& path, const std::string& quota) {
+    std::filesystem::create_directories(root_ + path);
+    std::ofstream(root_ + path + "/cpu.cfs_quota_us") << quota << "\n";
+    std::ofstream(root_ + path + "/cpu.cfs_period_us") << "100000\n";
+  };
+  writeCfs("", "-1");
+  writeCfs("/job", "400000");
+  writeCfs("/job/step", "-1");
+  EXPECT_EQ(cgroupV1CpuLimit(root_, "/job/step"), 4) << "an ancestor's quota binds";
+  writeCfs("/job/step/task", "150000");
+  EXPECT_EQ(cgroupV1CpuLimit(root_, "/job/step/task"), 2);
+  EXPECT_EQ(cgroupV1CpuLimit(root_, ""), 0) << "the mount's own cgroup: no quota";
+  writeCfs("", "300000");
+  EXPECT_EQ(cgroupV1CpuLimit(root_, ""), 3) << "a container's quota sits at the mount root";
+  EXPECT_EQ(cgroupV1CpuLimit(root_, "/missing"), 3);
+}
+
 // Narrows this thread's affinity to the first `count` allowed CPUs for the
 // scope.
 class NarrowedCpus {
@@ -125,6 +204,33 @@ TEST(UsableCpus, FourCpusGetIoUringFirst) {
   if (!four.ok()) GTEST_SKIP() << "needs 4 allowed CPUs";
   if (usableCpuCount() < 4) GTEST_SKIP() << "a cgroup CPU quota holds this process below 4";
   EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kAuto);
+}
+
+std::string fileText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The kernel's own v1 files: a child process joins a fresh cgroup with a
+// 0.5-CPU quota. Needs a writable v1 cpu hierarchy (root on a v1 or hybrid
+// host, such as the build VM); skips elsewhere.
+TEST(UsableCpus, FollowsARealCgroupV1Quota) {
+  CgroupV1Cpu v1 = cgroupV1Cpu(fileText("/proc/self/mountinfo"), fileText("/proc/self/cgroup"));
+  if (v1.mountPoint.empty()) GTEST_SKIP() << "no cgroup v1 cpu controller here";
+  std::string dir = v1.mountPoint + v1.path + "/bagua-test-" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) GTEST_SKIP() << "cannot create " << dir << " (not root?)";
+  std::ofstream(dir + "/cpu.cfs_period_us") << "100000\n";
+  std::ofstream(dir + "/cpu.cfs_quota_us") << "50000\n";
+  pid_t child = fork();
+  if (child == 0) {
+    std::ofstream(dir + "/cgroup.procs") << getpid() << "\n";
+    _exit(usableCpuCount());
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  rmdir(dir.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << "a 0.5-CPU quota rounds up to 1 usable CPU";
 }
 
 TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
