@@ -4,9 +4,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "net_plugin/api/api.h"
 #include "net_plugin/api/boundary.h"
@@ -46,42 +50,70 @@ int streamsFor(const ListenHandle& handle, const Context* ctx) {
 //
 // NCCL polls a connect until it returns a comm or fails. One it stops polling
 // (a communicator aborted during setup) would keep its sockets until exit, so
-// an entry also ends with its v11 context (finalizeContext), and one left
-// unpolled past its own deadline, after which it could only fail, is closed
-// by the process's next connect().
+// an entry also ends with its v11 context (finalizeContext), and the
+// process's next connect() closes any entry that is past its deadline and has
+// not been polled for abandonAfter(). A poll that still comes for a closed
+// entry gets the timeout error it would have got (ncclRemoteError).
 class PendingConnects {
  public:
-  // How long past its deadline an unpolled connect is kept (a poll after the
-  // deadline would have ended it with the timeout error).
-  static constexpr std::chrono::seconds kAbandonGrace{1};
+  using Clock = Connector::Clock;
 
   static PendingConnects& get() {
     static PendingConnects pending;
     return pending;
   }
   uint64_t add(std::unique_ptr<Connector> connector, const void* ctx) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closeAbandonedLocked();
+    std::vector<std::shared_ptr<Connector>> closed;
     uint64_t id = randomToken();
-    connectors_[id] = Entry{std::move(connector), ctx};
-    return id;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed = takeAbandonedLocked(Clock::now());
+      connectors_[id] = Entry{std::move(connector), ctx, Clock::now()};
+    }
+    for (const auto& c : closed) {
+      BAGUA_INFO(NCCL_NET,
+                 "closed an abandoned connect to %s (not polled for %lld ms past its "
+                 "BAGUA_NET_CONNECT_TIMEOUT_MS deadline)",
+                 c->peer().c_str(), static_cast<long long>(abandonAfter().count()));
+    }
+    return id;  // `closed` releases the sockets here, outside the lock
   }
-  // nullptr when `id` is unknown (a corrupted handle, or a connect closed as
-  // abandoned). Shared: another thread's add() may close an entry while its
-  // caller is still inside progress().
+  // nullptr when `id` is unknown (a corrupted handle). Throws the timeout
+  // error for a connect closed as abandoned. Shared: another thread's add()
+  // may close an entry while its caller is still inside progress().
   std::shared_ptr<Connector> find(uint64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = connectors_.find(id);
-    return it == connectors_.end() ? nullptr : it->second.connector;
+    if (it != connectors_.end()) {
+      it->second.lastPolled = Clock::now();
+      return it->second.connector;
+    }
+    for (const auto& [closedId, peer] : abandoned_) {
+      if (closedId == id) {
+        throw NetError(Status::kRemoteError,
+                       "could not connect to " + peer + " within " +
+                           std::to_string(params().connectTimeoutMs) +
+                           " ms (BAGUA_NET_CONNECT_TIMEOUT_MS); the connect was closed as "
+                           "abandoned after it went unpolled");
+      }
+    }
+    return nullptr;
   }
   void remove(uint64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     connectors_.erase(id);
   }
-  // Closes the connects started with `ctx`; returns how many.
+  // Closes the connects started with `ctx` (NCCL finalizes a context only
+  // after its proxy stopped calling connect for it); returns how many.
   size_t removeContext(const void* ctx) {
+    std::vector<std::shared_ptr<Connector>> closed;  // released after the lock
     std::lock_guard<std::mutex> lock(mutex_);
-    return std::erase_if(connectors_, [ctx](const auto& e) { return e.second.ctx == ctx; });
+    std::erase_if(connectors_, [&](const auto& e) {
+      if (e.second.ctx != ctx) return false;
+      closed.push_back(e.second.connector);
+      return true;
+    });
+    return closed.size();
   }
   size_t size() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -92,22 +124,38 @@ class PendingConnects {
   struct Entry {
     std::shared_ptr<Connector> connector;
     const void* ctx;  // the v11 context, or NULL
+    Clock::time_point lastPolled;
   };
+  static constexpr size_t kAbandonedKept = 256;  // ids remembered for a late poll
 
-  void closeAbandonedLocked() {
-    auto now = Connector::Clock::now();
-    std::erase_if(connectors_, [now](const auto& e) {
-      if (now <= e.second.connector->deadline() + kAbandonGrace) return false;
-      BAGUA_INFO(NCCL_NET,
-                 "closed an abandoned connect to %s (not polled since its %d ms deadline, "
-                 "BAGUA_NET_CONNECT_TIMEOUT_MS)",
-                 e.second.connector->peer().c_str(), params().connectTimeoutMs);
-      return true;
-    });
+  // How long an entry must be both past its deadline and unpolled before it
+  // is closed: the connect timeout, at least 1 s. NCCL polls a live connect
+  // continuously, so only a stalled or aborted caller stays away that long.
+  static std::chrono::milliseconds abandonAfter() {
+    return std::max(std::chrono::milliseconds(params().connectTimeoutMs),
+                    std::chrono::milliseconds(1000));
+  }
+
+  std::vector<std::shared_ptr<Connector>> takeAbandonedLocked(Clock::time_point now) {
+    std::vector<std::shared_ptr<Connector>> closed;
+    auto grace = abandonAfter();
+    for (auto it = connectors_.begin(); it != connectors_.end();) {
+      const Entry& e = it->second;
+      if (now > e.connector->deadline() + grace && now > e.lastPolled + grace) {
+        abandoned_.emplace_back(it->first, e.connector->peer());
+        if (abandoned_.size() > kAbandonedKept) abandoned_.pop_front();
+        closed.push_back(e.connector);
+        it = connectors_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return closed;
   }
 
   std::mutex mutex_;
   std::map<uint64_t, Entry> connectors_;
+  std::deque<std::pair<uint64_t, std::string>> abandoned_;
 };
 
 int deviceCount() { return static_cast<int>(PluginState::get().devices().size()); }
@@ -238,8 +286,8 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
     }
     std::shared_ptr<Connector> connector = PendingConnects::get().find(h->connectId);
     BAGUA_CHECK_ARG(connector != nullptr,
-                    "handle names an unknown connect in progress (corrupted, or abandoned: not "
-                    "polled past BAGUA_NET_CONNECT_TIMEOUT_MS, or its context was finalized)");
+                    "handle names an unknown connect in progress (corrupted, or its context "
+                    "was finalized)");
     std::unique_ptr<SendComm> comm;
     try {
       comm = connector->progress();

@@ -33,7 +33,8 @@ class Connector {
   // NetError on a fatal error or when the connect timeout passes.
   std::unique_ptr<SendComm> progress();
 
-  // After this, progress() can only fail (BAGUA_NET_CONNECT_TIMEOUT_MS).
+  // After this (BAGUA_NET_CONNECT_TIMEOUT_MS), progress() fails unless every
+  // stream is already connected and has sent its hello.
   Clock::time_point deadline() const { return deadline_; }
   // "address:port" of the listener it connects to.
   std::string peer() const;

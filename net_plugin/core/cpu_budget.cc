@@ -36,6 +36,23 @@ std::string_view nextField(std::string_view* text, char sep) {
   return field;
 }
 
+// A mountinfo field with its octal escapes ("\040" for a space) decoded.
+std::string unescapeMountField(std::string_view field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    bool octal = field[i] == '\\' && i + 3 < field.size();
+    for (size_t k = 1; octal && k <= 3; ++k) octal = field[i + k] >= '0' && field[i + k] <= '7';
+    if (octal) {
+      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
+                               (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
 // True when the comma-separated `list` holds `item` ("rw,cpu,cpuacct" holds "cpu").
 bool listHas(std::string_view list, std::string_view item) {
   while (!list.empty()) {
@@ -137,10 +154,26 @@ int cpusFromCfsQuota(std::string_view quotaUs, std::string_view periodUs) {
 }
 
 CgroupV1Cpu cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup) {
-  // mountinfo: "id parent major:minor root mountpoint options [tags] - fstype source superopts".
-  std::string_view root;
-  std::string_view mountPoint;
-  while (!mountinfo.empty() && mountPoint.empty()) {
+  // /proc/self/cgroup: "hierarchy-id:controllers:path", one line per hierarchy.
+  std::string path;
+  bool inV1Cpu = false;
+  while (!procSelfCgroup.empty() && !inV1Cpu) {
+    std::string_view line = nextField(&procSelfCgroup, '\n');
+    nextField(&line, ':');
+    if (listHas(nextField(&line, ':'), "cpu")) {
+      path = std::string(line);
+      inV1Cpu = true;
+    }
+  }
+  if (!inV1Cpu) return {};
+  // mountinfo: "id parent major:minor root mountpoint options [tags] - fstype source
+  // superopts". The hierarchy may be mounted more than once (a container's own
+  // cgroup as a mount's root, bind mounts): take the mount whose root holds
+  // the process's cgroup most closely.
+  CgroupV1Cpu best;
+  size_t bestRoot = 0;
+  bool found = false;
+  while (!mountinfo.empty()) {
     std::string_view line = nextField(&mountinfo, '\n');
     size_t dash = line.find(" - ");
     if (dash == std::string_view::npos) continue;
@@ -150,28 +183,18 @@ CgroupV1Cpu cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgr
     if (!listHas(nextField(&tail, ' '), "cpu")) continue;
     std::string_view head = line.substr(0, dash);
     for (int i = 0; i < 3; ++i) nextField(&head, ' ');
-    root = nextField(&head, ' ');
-    mountPoint = nextField(&head, ' ');
-  }
-  if (mountPoint.empty()) return {};
-  // /proc/self/cgroup: "hierarchy-id:controllers:path", one line per hierarchy.
-  std::string_view path;
-  while (!procSelfCgroup.empty()) {
-    std::string_view line = nextField(&procSelfCgroup, '\n');
-    nextField(&line, ':');
-    if (listHas(nextField(&line, ':'), "cpu")) {
-      path = line;
-      break;
-    }
-  }
-  if (root != "/") {
-    // The mount shows a subtree (a container's own cgroup): paths are below its root.
-    bool below = path.substr(0, root.size()) == root &&
+    std::string root = unescapeMountField(nextField(&head, ' '));
+    std::string mountPoint = unescapeMountField(nextField(&head, ' '));
+    if (root == "/") root.clear();  // so that "/a" below it reads as root + "/a"
+    bool below = path.compare(0, root.size(), root) == 0 &&
                  (path.size() == root.size() || path[root.size()] == '/');
-    path = below ? path.substr(root.size()) : std::string_view();
+    if (!below || (found && root.size() <= bestRoot)) continue;
+    best = {mountPoint, path.substr(root.size())};
+    bestRoot = root.size();
+    found = true;
   }
-  if (path == "/") path = {};
-  return {std::string(mountPoint), std::string(path)};
+  if (best.path == "/") best.path.clear();
+  return best;
 }
 
 int cgroupV1CpuLimit(const std::string& mountPoint, const std::string& path) {
