@@ -105,22 +105,27 @@ constexpr const char* kContainerMount =
     "40 39 0:23 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro master:6 - cgroup cgroup "
     "rw,cpu,cpuacct\n";
 
+// cgroupV1Cpu's answer as "mountPoint|path", for one-line comparisons.
+std::string v1Of(std::string_view mountinfo, std::string_view procSelfCgroup) {
+  CgroupV1Cpu v1 = cgroupV1Cpu(mountinfo, procSelfCgroup);
+  return v1.mountPoint + "|" + v1.path;
+}
+
 TEST(CgroupV1, FindsTheCpuHierarchyAndTheProcessCgroupBelowIt) {
-  CgroupV1Cpu v1 = cgroupV1Cpu(kSeparateMounts, "3:cpuset:/\n2:cpuacct:/\n1:cpu:/job/7\n0::/\n");
-  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu") << "not cpuset, not cpuacct alone";
-  EXPECT_EQ(v1.path, "/job/7");
-  v1 = cgroupV1Cpu(kCombinedMount, "5:cpuset:/\n4:cpu,cpuacct:/slurm/uid_1/job_9\n");
-  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu,cpuacct");
-  EXPECT_EQ(v1.path, "/slurm/uid_1/job_9");
-  EXPECT_EQ(cgroupV1Cpu(kCombinedMount, "4:cpu,cpuacct:/\n").path, "") << "the root cgroup";
+  EXPECT_EQ(v1Of(kSeparateMounts, "3:cpuset:/\n2:cpuacct:/\n1:cpu:/job/7\n0::/\n"),
+            "/sys/fs/cgroup/cpu|/job/7")
+      << "not cpuset, not cpuacct alone";
+  EXPECT_EQ(v1Of(kCombinedMount, "5:cpuset:/\n4:cpu,cpuacct:/slurm/uid_1/job_9\n"),
+            "/sys/fs/cgroup/cpu,cpuacct|/slurm/uid_1/job_9");
+  EXPECT_EQ(v1Of(kCombinedMount, "4:cpu,cpuacct:/\n"), "/sys/fs/cgroup/cpu,cpuacct|")
+      << "the root cgroup";
 }
 
 TEST(CgroupV1, AContainerSeesItsCgroupAsTheMountRoot) {
-  CgroupV1Cpu v1 = cgroupV1Cpu(kContainerMount, "4:cpu,cpuacct:/docker/abc\n");
-  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu,cpuacct");
-  EXPECT_EQ(v1.path, "");
-  EXPECT_EQ(cgroupV1Cpu(kContainerMount, "4:cpu,cpuacct:/docker/abc/inner\n").path, "/inner");
-  EXPECT_EQ(cgroupV1Cpu(kContainerMount, "4:cpu,cpuacct:/docker/abcdef\n").mountPoint, "")
+  EXPECT_EQ(v1Of(kContainerMount, "4:cpu,cpuacct:/docker/abc\n"), "/sys/fs/cgroup/cpu,cpuacct|");
+  EXPECT_EQ(v1Of(kContainerMount, "4:cpu,cpuacct:/docker/abc/inner\n"),
+            "/sys/fs/cgroup/cpu,cpuacct|/inner");
+  EXPECT_EQ(v1Of(kContainerMount, "4:cpu,cpuacct:/docker/abcdef\n"), "|")
       << "a sibling whose name only starts the same is not below the root: no mount shows it";
 }
 
@@ -129,28 +134,21 @@ TEST(CgroupV1, OfSeveralMountsTheOneHoldingTheCgroupMostCloselyWins) {
       "40 39 0:23 /docker/other /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n"
       "41 39 0:23 / /mnt/all rw - cgroup cgroup rw,cpu,cpuacct\n"
       "42 39 0:23 /docker/abc /mnt/mine rw - cgroup cgroup rw,cpu,cpuacct\n";
-  CgroupV1Cpu v1 = cgroupV1Cpu(kTwoMounts, "4:cpu,cpuacct:/docker/abc/x\n");
-  EXPECT_EQ(v1.mountPoint, "/mnt/mine") << "not another container's cgroup, not the wider mount";
-  EXPECT_EQ(v1.path, "/x");
-  v1 = cgroupV1Cpu(kTwoMounts, "4:cpu,cpuacct:/docker/zzz\n");
-  EXPECT_EQ(v1.mountPoint, "/mnt/all");
-  EXPECT_EQ(v1.path, "/docker/zzz");
+  EXPECT_EQ(v1Of(kTwoMounts, "4:cpu,cpuacct:/docker/abc/x\n"), "/mnt/mine|/x")
+      << "not another container's cgroup, not the wider mount";
+  EXPECT_EQ(v1Of(kTwoMounts, "4:cpu,cpuacct:/docker/zzz\n"), "/mnt/all|/docker/zzz");
 }
 
 TEST(CgroupV1, EscapedMountPathsAreDecoded) {
-  CgroupV1Cpu v1 =
-      cgroupV1Cpu("40 39 0:23 /my\\040job /sys/fs/cgroup/cpu\\134x ro - cgroup cgroup rw,cpu\n",
-                  "4:cpu:/my job/step\n");
-  EXPECT_EQ(v1.mountPoint, "/sys/fs/cgroup/cpu\\x");
-  EXPECT_EQ(v1.path, "/step");
+  EXPECT_EQ(v1Of("40 39 0:23 /my\\040job /sys/fs/cgroup/cpu\\134x ro - cgroup cgroup rw,cpu\n",
+                 "4:cpu:/my job/step\n"),
+            "/sys/fs/cgroup/cpu\\x|/step");
 }
 
 TEST(CgroupV1, NoV1CpuControllerIsEmpty) {
-  EXPECT_EQ(
-      cgroupV1Cpu("41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/a\n").mountPoint,
-      "");
-  EXPECT_EQ(cgroupV1Cpu("", "").mountPoint, "");
-  EXPECT_EQ(cgroupV1Cpu("garbage without fields\n", "1:cpu:/x\n").mountPoint, "");
+  EXPECT_EQ(v1Of("41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/a\n"), "|");
+  EXPECT_EQ(v1Of("", ""), "|");
+  EXPECT_EQ(v1Of("garbage without fields\n", "1:cpu:/x\n"), "|");
 }
 
 TEST_F(CgroupTree, TheTightestV1QuotaOnThePathWins) {
