@@ -76,6 +76,41 @@ int tightestOnPath(std::string dir, CpusIn cpusIn) {
   return limit;
 }
 
+// Where cgroup `path` of the hierarchy mounted with `fstype` ("cgroup" with
+// `controller` among its options, or "cgroup2") is: of its mounts in
+// mountinfo ("id parent major:minor root mountpoint options [tags] - fstype
+// source superopts"), the one whose root holds `path` most closely (a
+// container may see its own cgroup as the mount root; bind mounts may show
+// other subtrees). Empty when no mount shows it.
+CgroupDir cgroupMountFor(std::string_view mountinfo, std::string_view fstype,
+                         std::string_view controller, const std::string& path) {
+  CgroupDir best;
+  size_t bestRoot = 0;
+  bool found = false;
+  while (!mountinfo.empty()) {
+    std::string_view line = nextField(&mountinfo, '\n');
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    std::string_view tail = line.substr(dash + 3);
+    if (nextField(&tail, ' ') != fstype) continue;
+    nextField(&tail, ' ');  // source
+    if (!controller.empty() && !listHas(nextField(&tail, ' '), controller)) continue;
+    std::string_view head = line.substr(0, dash);
+    for (int i = 0; i < 3; ++i) nextField(&head, ' ');
+    std::string root = unescapeMountField(nextField(&head, ' '));
+    std::string mountPoint = unescapeMountField(nextField(&head, ' '));
+    if (root == "/") root.clear();  // so that "/a" below it reads as root + "/a"
+    bool below = path.compare(0, root.size(), root) == 0 &&
+                 (path.size() == root.size() || path[root.size()] == '/');
+    if (!below || (found && root.size() <= bestRoot)) continue;
+    best = {mountPoint, path.substr(root.size())};
+    bestRoot = root.size();
+    found = true;
+  }
+  if (best.path == "/") best.path.clear();
+  return best;
+}
+
 // CPUs in the affinity mask; the online CPUs where the mask does not fit a
 // cpu_set_t (EINVAL past 1024 CPUs).
 int affinityCpuCount() {
@@ -153,48 +188,21 @@ int cpusFromCfsQuota(std::string_view quotaUs, std::string_view periodUs) {
   return static_cast<int>((quota + period - 1) / period);
 }
 
-CgroupV1Cpu cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup) {
+CgroupDir cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup) {
   // /proc/self/cgroup: "hierarchy-id:controllers:path", one line per hierarchy.
-  std::string path;
-  bool inV1Cpu = false;
-  while (!procSelfCgroup.empty() && !inV1Cpu) {
+  while (!procSelfCgroup.empty()) {
     std::string_view line = nextField(&procSelfCgroup, '\n');
     nextField(&line, ':');
     if (listHas(nextField(&line, ':'), "cpu")) {
-      path = std::string(line);
-      inV1Cpu = true;
+      return cgroupMountFor(mountinfo, "cgroup", "cpu", std::string(line));
     }
   }
-  if (!inV1Cpu) return {};
-  // mountinfo: "id parent major:minor root mountpoint options [tags] - fstype source
-  // superopts". The hierarchy may be mounted more than once (a container's own
-  // cgroup as a mount's root, bind mounts): take the mount whose root holds
-  // the process's cgroup most closely.
-  CgroupV1Cpu best;
-  size_t bestRoot = 0;
-  bool found = false;
-  while (!mountinfo.empty()) {
-    std::string_view line = nextField(&mountinfo, '\n');
-    size_t dash = line.find(" - ");
-    if (dash == std::string_view::npos) continue;
-    std::string_view tail = line.substr(dash + 3);
-    if (nextField(&tail, ' ') != "cgroup") continue;
-    nextField(&tail, ' ');  // source
-    if (!listHas(nextField(&tail, ' '), "cpu")) continue;
-    std::string_view head = line.substr(0, dash);
-    for (int i = 0; i < 3; ++i) nextField(&head, ' ');
-    std::string root = unescapeMountField(nextField(&head, ' '));
-    std::string mountPoint = unescapeMountField(nextField(&head, ' '));
-    if (root == "/") root.clear();  // so that "/a" below it reads as root + "/a"
-    bool below = path.compare(0, root.size(), root) == 0 &&
-                 (path.size() == root.size() || path[root.size()] == '/');
-    if (!below || (found && root.size() <= bestRoot)) continue;
-    best = {mountPoint, path.substr(root.size())};
-    bestRoot = root.size();
-    found = true;
-  }
-  if (best.path == "/") best.path.clear();
-  return best;
+  return {};
+}
+
+CgroupDir cgroupV2Dir(std::string_view mountinfo, std::string_view procSelfCgroup) {
+  std::string path = cgroupV2Path(procSelfCgroup);
+  return path.empty() ? CgroupDir{} : cgroupMountFor(mountinfo, "cgroup2", "", path);
 }
 
 int cgroupV1CpuLimit(const std::string& mountPoint, const std::string& path) {
@@ -211,9 +219,13 @@ int usableCpuCount() {
     if (quota > 0 && (cpus <= 0 || quota < cpus)) cpus = quota;
   };
   std::string procSelfCgroup = readFile("/proc/self/cgroup");
-  std::string path = cgroupV2Path(procSelfCgroup);
-  if (!path.empty()) bound(cgroupCpuLimit("/sys/fs/cgroup", path));
-  CgroupV1Cpu v1 = cgroupV1Cpu(readFile("/proc/self/mountinfo"), procSelfCgroup);
+  std::string mountinfo = readFile("/proc/self/mountinfo");
+  std::string v2Path = cgroupV2Path(procSelfCgroup);
+  CgroupDir v2 = cgroupV2Dir(mountinfo, procSelfCgroup);
+  // No cgroup2 mount shows our cgroup (or no mountinfo): the usual place.
+  if (v2.mountPoint.empty() && !v2Path.empty()) v2 = {"/sys/fs/cgroup", v2Path};
+  if (!v2.mountPoint.empty()) bound(cgroupCpuLimit(v2.mountPoint, v2.path));
+  CgroupDir v1 = cgroupV1Cpu(mountinfo, procSelfCgroup);
   if (!v1.mountPoint.empty()) bound(cgroupV1CpuLimit(v1.mountPoint, v1.path));
   return cpus > 0 ? cpus : 1;
 }

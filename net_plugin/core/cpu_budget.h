@@ -55,16 +55,22 @@ int cgroupCpuLimit(const std::string& root, const std::string& path);
 // that is not a quota.
 int cpusFromCfsQuota(std::string_view quotaUs, std::string_view periodUs);
 
-// Where this process's v1 cpu controller directory is: the mount point of
-// the v1 hierarchy holding "cpu" (from /proc/self/mountinfo text) and the
-// process's cgroup below it (from /proc/self/cgroup text, less the mount's
-// root, so a container that sees its own cgroup as the mount's root maps to
-// ""). Empty mountPoint when there is no v1 cpu controller.
-struct CgroupV1Cpu {
+// A cgroup's directory: the mount point of a hierarchy and the cgroup's path
+// below it ("" for the mount's own cgroup).
+struct CgroupDir {
   std::string mountPoint;  // e.g. /sys/fs/cgroup/cpu,cpuacct
-  std::string path;        // e.g. /slurm/job_7, or "" for the mount itself
+  std::string path;        // e.g. /slurm/job_7
 };
-CgroupV1Cpu cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup);
+
+// This process's v1 cpu controller directory, from /proc/self/mountinfo and
+// /proc/self/cgroup text: the mount of the v1 hierarchy holding "cpu" whose
+// root holds the process's cgroup (a container that sees its own cgroup as
+// the mount root maps to ""). Empty mountPoint when there is none.
+CgroupDir cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup);
+
+// The same for the v2 hierarchy (cgroup2 mounts, the "0::" line), so a
+// container without its own cgroup namespace finds its cgroup too.
+CgroupDir cgroupV2Dir(std::string_view mountinfo, std::string_view procSelfCgroup);
 
 // The smallest v1 CPU quota among the cgroup `path` under `mountPoint` and
 // its ancestors up to the mount, or 0 when none sets one.

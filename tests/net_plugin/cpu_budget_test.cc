@@ -107,7 +107,7 @@ constexpr const char* kContainerMount =
 
 // cgroupV1Cpu's answer as "mountPoint|path", for one-line comparisons.
 std::string v1Of(std::string_view mountinfo, std::string_view procSelfCgroup) {
-  CgroupV1Cpu v1 = cgroupV1Cpu(mountinfo, procSelfCgroup);
+  CgroupDir v1 = cgroupV1Cpu(mountinfo, procSelfCgroup);
   return v1.mountPoint + "|" + v1.path;
 }
 
@@ -143,6 +143,23 @@ TEST(CgroupV1, EscapedMountPathsAreDecoded) {
   EXPECT_EQ(v1Of("40 39 0:23 /my\\040job /sys/fs/cgroup/cpu\\134x ro - cgroup cgroup rw,cpu\n",
                  "4:cpu:/my job/step\n"),
             "/sys/fs/cgroup/cpu\\x|/step");
+}
+
+TEST(CgroupV2, TheMountRootIsSubtracted) {
+  auto v2Of = [](std::string_view mountinfo, std::string_view procSelfCgroup) {
+    CgroupDir v2 = cgroupV2Dir(mountinfo, procSelfCgroup);
+    return v2.mountPoint + "|" + v2.path;
+  };
+  constexpr const char* kHost = "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+  EXPECT_EQ(v2Of(kHost, "0::/user.slice/job.scope\n"), "/sys/fs/cgroup|/user.slice/job.scope");
+  EXPECT_EQ(v2Of(kHost, "0::/\n"), "/sys/fs/cgroup|");
+  // Docker --cgroupns=host: the container's /sys/fs/cgroup is its own cgroup.
+  constexpr const char* kContainer =
+      "50 40 0:26 /system.slice/docker-ab.scope /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n";
+  EXPECT_EQ(v2Of(kContainer, "0::/system.slice/docker-ab.scope\n"), "/sys/fs/cgroup|");
+  EXPECT_EQ(v2Of(kSeparateMounts, "1:cpu:/\n0::/x\n"), "/sys/fs/cgroup/unified|/x")
+      << "the hybrid layout's v2 mount";
+  EXPECT_EQ(v2Of(kCombinedMount, "4:cpu,cpuacct:/\n"), "|") << "no v2 line, no v2 mount";
 }
 
 TEST(CgroupV1, NoV1CpuControllerIsEmpty) {
@@ -234,7 +251,7 @@ std::string fileText(const std::string& path) {
 // 0.5-CPU quota. Needs a writable v1 cpu hierarchy (root on a v1 or hybrid
 // host, such as the build VM); skips elsewhere.
 TEST(UsableCpus, FollowsARealCgroupV1Quota) {
-  CgroupV1Cpu v1 = cgroupV1Cpu(fileText("/proc/self/mountinfo"), fileText("/proc/self/cgroup"));
+  CgroupDir v1 = cgroupV1Cpu(fileText("/proc/self/mountinfo"), fileText("/proc/self/cgroup"));
   if (v1.mountPoint.empty()) GTEST_SKIP() << "no cgroup v1 cpu controller here";
   std::string dir = v1.mountPoint + v1.path + "/bagua-test-" + std::to_string(getpid());
   if (mkdir(dir.c_str(), 0755) != 0) GTEST_SKIP() << "cannot create " << dir << " (not root?)";
