@@ -1,36 +1,5 @@
-"""Algorithm names and the location of the shipped NCCL plugin."""
+"""Where the shipped NCCL plugin is."""
 import os
-
-# The original's algorithm names (Algorithm.init registry), in its order.
-KNOWN_ALGORITHMS = (
-    "gradient_allreduce",
-    "bytegrad",
-    "decentralized",
-    "low_precision_decentralized",
-    "qadam",
-    "async",
-)
-
-
-def implemented_algorithms():
-    """The algorithm names this build implements."""
-    from . import _C
-
-    return tuple(_C.algorithms())
-
-
-def check_algorithm(name):
-    """Raises a clear error for names that are unknown or not built yet."""
-    implemented = implemented_algorithms()
-    if name in implemented:
-        return name
-    listed = ", ".join(implemented)
-    if name in KNOWN_ALGORITHMS:
-        raise NotImplementedError(
-            f"algorithm {name!r} is one of Bagua's but is not implemented in this version; "
-            f"implemented: {listed}"
-        )
-    raise ValueError(f"unknown algorithm {name!r}; implemented: {listed}")
 
 
 def net_plugin_path():

@@ -4,19 +4,22 @@
 //
 //   ProcessGroup.gloo(store, rank, size, ...) / ProcessGroup.nccl(..., device)
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
-//   algorithms(): the implemented algorithm names
+//   algorithm_registry(), check_algorithm_options(name, options): the registry
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
-// other bagua errors -> RuntimeError; every message names the problem.
+// NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
+// every message names the problem.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include "python/src/callback_store.h"
 #include "python/src/process_group.h"
+#include "python/src/registry_binding.h"
 #include "runtime/common/error.h"
 
 namespace nb = nanobind;
@@ -35,6 +38,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const bagua::TimeoutError& e) {
       PyErr_SetString(PyExc_TimeoutError, e.what());
+    } catch (const bagua::NotAvailable& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const bagua::Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
@@ -45,8 +50,7 @@ NB_MODULE(_C, m) {
       .def(nb::init<nb::object>(), "store"_a,
            "Wraps a torch.distributed Store (set/get/add/wait).");
 
-  m.def("algorithms", &bagua::python::implementedAlgorithms,
-        "Names of the algorithms this build implements.");
+  bagua::python::bindRegistry(m);
   m.def("has_nccl", &bagua::python::hasNccl, "Whether this build has the NCCL (CUDA) path.");
 
   nb::class_<bagua::python::ProcessGroup>(m, "ProcessGroup")
@@ -72,10 +76,10 @@ NB_MODULE(_C, m) {
   nb::class_<bagua::python::PyReducer>(m, "Reducer")
       .def(nb::init<bagua::python::ProcessGroup&, bagua::Store&, const std::string&,
                     const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>&,
-                    size_t, double, const std::string&, const std::map<std::string, bool>&>(),
+                    size_t, double, const std::string&, const bagua::OptionMap&>(),
            "group"_a, "store"_a, "algorithm"_a, "tensors"_a, "bucket_bytes"_a = 10u << 20,
            "timeout_s"_a = 300.0, "prefix"_a = "bagua/reducer",
-           "options"_a = std::map<std::string, bool>{}, nb::keep_alive<1, 2>(),
+           "options"_a = bagua::OptionMap{}, nb::keep_alive<1, 2>(),
            nb::keep_alive<1, 3>(),
            "Plans buckets over tensors (name, data pointer, numel, dtype) and drives the "
            "algorithm over them; every rank must register the same tensors.")

@@ -1,8 +1,7 @@
 // ProcessGroup and PyReducer: construction from Python arguments.
 #include "python/src/process_group.h"
 
-#include "runtime/algorithms/bytegrad.h"
-#include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/algorithms/registry.h"
 #include "runtime/common/error.h"
 
 #if BAGUA_PYTHON_HAVE_GLOO
@@ -32,37 +31,7 @@ ReduceOp parseOp(const std::string& op) {
   BAGUA_THROW(InvalidArgument, "unknown reduce op '" + op + "' (sum, avg, min, max)");
 }
 
-bool option(const std::map<std::string, bool>& options, const std::string& key, bool fallback) {
-  auto it = options.find(key);
-  return it == options.end() ? fallback : it->second;
-}
-
-std::shared_ptr<Algorithm> makeAlgorithm(const std::string& name,
-                                         const std::map<std::string, bool>& options) {
-  for (const auto& [key, value] : options) {
-    (void)value;
-    bool known = key == "average" || (name == "bytegrad" && key == "error_feedback");
-    BAGUA_ENFORCE(known, "algorithm '" + name + "' has no option '" + key + "'");
-  }
-  if (name == "gradient_allreduce") {
-    return std::make_shared<GradientAllreduce>(
-        GradientAllreduce::Options{option(options, "average", true)});
-  }
-  if (name == "bytegrad") {
-    ByteGrad::Options o;
-    o.average = option(options, "average", true);
-    o.errorFeedback = option(options, "error_feedback", false);
-    return std::make_shared<ByteGrad>(o);
-  }
-  std::string known;
-  for (const std::string& n : implementedAlgorithms()) known += (known.empty() ? "" : ", ") + n;
-  BAGUA_THROW(InvalidArgument,
-              "unknown or unimplemented algorithm '" + name + "'; implemented: " + known);
-}
-
 }  // namespace
-
-std::vector<std::string> implementedAlgorithms() { return {"gradient_allreduce", "bytegrad"}; }
 
 bool hasNccl() { return BAGUA_PYTHON_HAVE_NCCL != 0; }
 
@@ -136,8 +105,7 @@ void ProcessGroup::waitStream(uintptr_t stream) {
 PyReducer::PyReducer(
     ProcessGroup& group, Store& store, const std::string& algorithm,
     const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
-    size_t bucketBytes, double timeoutS, const std::string& prefix,
-    const std::map<std::string, bool>& options) {
+    size_t bucketBytes, double timeoutS, const std::string& prefix, const OptionMap& options) {
   std::vector<TensorSpec> specs;
   for (const auto& [name, ptr, numel, dtype] : tensors) {
     specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
@@ -147,7 +115,7 @@ PyReducer::PyReducer(
   o.bucketBytes = bucketBytes;
   o.timeout = toMs(timeoutS);
   o.storePrefix = prefix;
-  reducer_ = std::make_unique<Reducer>(group.comm(), group.ops(), makeAlgorithm(algorithm, options),
+  reducer_ = std::make_unique<Reducer>(group.comm(), group.ops(), AlgorithmRegistry::global().create(algorithm, options),
                                        std::move(specs), store, o);
 }
 

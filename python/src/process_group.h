@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "runtime/algorithms/registry.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/ops/device_ops.h"
 #include "runtime/reducer/reducer.h"
@@ -18,7 +19,6 @@
 
 namespace bagua::python {
 
-std::vector<std::string> implementedAlgorithms();
 bool hasNccl();
 
 class ProcessGroup {
@@ -52,7 +52,7 @@ class PyReducer {
   PyReducer(ProcessGroup& group, Store& store, const std::string& algorithm,
             const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
             size_t bucketBytes, double timeoutS, const std::string& prefix,
-            const std::map<std::string, bool>& options);
+            const OptionMap& options);
   void markReady(size_t index, uintptr_t ptr) {
     reducer_->markReady(index, reinterpret_cast<void*>(ptr));
   }

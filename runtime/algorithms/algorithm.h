@@ -1,8 +1,9 @@
 // An algorithm decides how each bucket is communicated. Bagua's algorithms
 // differ in which tensors they communicate (gradients, weights, optimizer
 // state), how buckets must be laid out, the operations per bucket and the
-// hook points they use; the first two are the caller's (the Python layer
-// registers gradients for the gradient algorithms), the rest is here.
+// point of the step they run at; which tensors and when are in the
+// algorithm's registry entry (registry.h), read by the caller that registers
+// the tensors; layout and operations are here.
 #pragma once
 
 #include <cstddef>
@@ -14,13 +15,6 @@
 #include "runtime/ops/device_ops.h"
 
 namespace bagua {
-
-// Where the runtime calls into an algorithm during a training step.
-enum class Hook {
-  kTensorReady,        // a registered tensor's value is final for this step
-  kAfterBackward,      // all gradients of the step are ready
-  kAfterOptimizerStep  // the optimizer updated the weights
-};
 
 // One bucket handed to Algorithm::communicate: its flattened buffer.
 struct BucketContext {
@@ -41,9 +35,6 @@ class Algorithm {
     (void)worldSize;
     return 1;
   }
-  // The hook at which buckets are communicated (gradient algorithms: as
-  // their tensors become ready, overlapping the backward pass).
-  virtual Hook communicationHook() const { return Hook::kTensorReady; }
   // Called once with the bucket plan, before the first communicate(): set up
   // per-bucket state (scratch buffers, error-feedback residuals).
   virtual void setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) {

@@ -61,4 +61,24 @@ std::shared_ptr<Work> ByteGrad::communicate(BucketContext& bucket) {
                    std::to_string(numel) + " " + dtypeName(dtype) + ")");
 }
 
+AlgorithmInfo byteGradInfo() {
+  AlgorithmInfo info;
+  info.name = "bytegrad";
+  info.description = "gradients averaged in 8 bits (min-max quantized scatter-reduce, allgather)";
+  info.communicates = Communicates::kGradients;
+  info.trigger = Trigger::kTensorReady;
+  info.options = {
+      {"hierarchical", true, "reduce inside a node first, then among node leaders"},
+      {"average", true, "mean over ranks (false: sum)"},
+      {"error_feedback", false, "carry the quantization error into the next step (new)"},
+  };
+  info.factory = [](const OptionMap& o) {
+    ByteGrad::Options options;
+    options.average = optionBool(o, "average");
+    options.errorFeedback = optionBool(o, "error_feedback");
+    return std::make_shared<ByteGrad>(options);
+  };
+  return info;
+}
+
 }  // namespace bagua

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/algorithms/algorithm.h"
+#include "runtime/algorithms/registry.h"
 
 namespace bagua {
 
@@ -50,5 +51,8 @@ class ByteGrad final : public Algorithm {
   Options options_;
   std::vector<Scratch> scratch_;
 };
+
+// Its registry entry ("bytegrad").
+AlgorithmInfo byteGradInfo();
 
 }  // namespace bagua

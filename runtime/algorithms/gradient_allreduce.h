@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/algorithms/algorithm.h"
+#include "runtime/algorithms/registry.h"
 
 namespace bagua {
 
@@ -20,5 +21,8 @@ class GradientAllreduce final : public Algorithm {
  private:
   Options options_;
 };
+
+// Its registry entry ("gradient_allreduce").
+AlgorithmInfo gradientAllreduceInfo();
 
 }  // namespace bagua

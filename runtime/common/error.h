@@ -33,6 +33,12 @@ class CommError : public Error {
   using Error::Error;
 };
 
+// A feature that exists in Bagua but is not built in this version (or this
+// build): the message names what is available instead.
+class NotAvailable : public Error {
+  using Error::Error;
+};
+
 // A CUDA call failed.
 class CudaError : public Error {
   using Error::Error;

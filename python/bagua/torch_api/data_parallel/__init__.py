@@ -1,0 +1,4 @@
+"""Data parallelism: the DDP-compatible `DistributedDataParallel` and the
+engine behind it and `with_bagua` (`BaguaDistributedDataParallel`)."""
+from .bagua_distributed import BaguaDistributedDataParallel  # noqa: F401
+from .distributed import DistributedDataParallel, to_bagua_process_group  # noqa: F401

@@ -1,0 +1,231 @@
+"""The training engine behind `model.with_bagua(...)` and
+`DistributedDataParallel(...)`: not a module itself (the user's module keeps
+its state_dict keys), it
+
+- broadcasts parameters, buffers and optimizer state from rank 0 of the
+  process group at the start (and after an algorithm asks for a reset);
+- asks the algorithm's impl for the tensors to communicate, groups them into
+  buckets (registration order, one dtype per bucket, about the bucket size
+  each), lets the impl append operations and build the backend that runs them;
+- calls the impl's hooks: before each training forward, when each
+  parameter's gradient is ready, once after backward, after each
+  optimizer step;
+- broadcasts buffers (BatchNorm statistics) from rank 0 before each forward
+  (the original never synced them), and treats parameters that got no
+  gradient as zero with find_unused_parameters (without it: an error that
+  names them).
+
+Its communicators are its own (created over the group's ranks), so user
+collectives on the group never interleave with the step's buckets.
+"""
+import itertools
+import logging
+import os
+
+import torch
+
+from .. import env
+from ..collectives import _call
+from ..communication import broadcast_object
+from ..process_group import BaguaCommunicator
+
+_logger = logging.getLogger("bagua")
+_instances = itertools.count()
+
+
+def _to_cpu(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
+
+
+class BaguaDistributedDataParallel:
+    def __init__(self, module, optimizers, algorithm, process_group, bagua_module_name,
+                 gradient_as_bucket_view=True, find_unused_parameters=False, bucket_bytes=None,
+                 broadcast_buffers=True, timeout_s=None):
+        self.module = module
+        self.bagua_module_name = bagua_module_name
+        self.bagua_optimizers = list(optimizers or [])
+        self.process_group = process_group
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.find_unused_parameters = find_unused_parameters
+        self.broadcast_buffers = broadcast_buffers
+        self.bucket_bytes = int(bucket_bytes or env.get_default_bucket_size())
+        self.timeout_s = float(timeout_s or os.environ.get("BAGUA_TIMEOUT_S", 300))
+        self.require_backward_grad_sync = True
+        self.bagua_train_step_counter = 0
+        self.device = self._single_device()
+        self._check_world_size()
+        self.comm = BaguaCommunicator(process_group, f"ddp{next(_instances)}", process_group.ranks)
+        if self.comm.rank() < 0:
+            raise ValueError(f"bagua: this process is not in {process_group!r}")
+        self.bagua_algorithm = algorithm.reify(process_group)
+        self._hooks = []
+        self._marked = set()
+        self._callback_queued = False
+        self._params = dict(self.bagua_build_params())
+        self._broadcast_state()
+        self._init_algorithm()
+        self._install_hooks()
+
+    # -- what the algorithms read ---------------------------------------------
+    def bagua_build_params(self):
+        """(name, parameter) of every parameter that requires a gradient and
+        is not ignored (`_bagua_params_and_buffers_to_ignore`, or DDP's
+        `_ddp_params_and_buffers_to_ignore`), each parameter once."""
+        ignore = set(getattr(self.module, "_bagua_params_and_buffers_to_ignore", ())) | \
+            set(getattr(self.module, "_ddp_params_and_buffers_to_ignore", ()))
+        seen, out = set(), []
+        for name, param in self.module.named_parameters():
+            if param.requires_grad and name not in ignore and id(param) not in seen:
+                seen.add(id(param))
+                out.append((name, param))
+        return out
+
+    @property
+    def rank(self):
+        return self.comm.rank()
+
+    @property
+    def world_size(self):
+        return self.comm.nranks()
+
+    def backend(self):
+        """The engine's runtime communicator for the module's device."""
+        return self.comm.backend(self.device)
+
+    # -- setup --------------------------------------------------------------------
+    def _single_device(self):
+        tensors = itertools.chain(self.module.parameters(), self.module.buffers())
+        devices = {t.device for t in tensors}
+        if len(devices) > 1:
+            raise ValueError(f"bagua: the module spans several devices "
+                             f"{sorted(map(str, devices))}; one device per process")
+        return next(iter(devices), torch.device("cpu"))
+
+    def _check_world_size(self):
+        declared = os.environ.get("WORLD_SIZE")
+        world = torch.distributed.get_world_size()
+        if declared is not None and int(declared) != world:
+            raise ValueError(f"bagua: WORLD_SIZE={declared} in the environment but "
+                             f"torch.distributed has {world} ranks")
+
+    def _sync_stream(self):
+        if self.device.type == "cuda":
+            self.backend().wait_stream(torch.cuda.current_stream(self.device).cuda_stream)
+
+    def _broadcast_tensor(self, t):
+        if t.numel() == 0:
+            return
+        if not t.is_contiguous():
+            raise ValueError("bagua: cannot broadcast a non-contiguous parameter or buffer")
+        _call(self.backend(), self.device, "broadcast", t.data_ptr(),
+              t.numel() * t.element_size(), 0)
+
+    def _broadcast_state(self):
+        """Parameters, buffers and optimizer state from rank 0."""
+        if self.world_size == 1:
+            return
+        with torch.no_grad():
+            for t in itertools.chain(self.module.parameters(), self.module.buffers()):
+                self._broadcast_tensor(t)
+        for optimizer in self.bagua_optimizers:
+            state = broadcast_object(_to_cpu(optimizer.state_dict()) if self.rank == 0 else None,
+                                     0, self.process_group.get_global_communicator())
+            if self.rank != 0:
+                optimizer.load_state_dict(state)
+
+    def _split_into_buckets(self, tensors):
+        """Consecutive tensors of one dtype, about bucket_bytes per bucket."""
+        buckets, current, size = [], [], 0
+        for t in tensors:
+            value = t.bagua_getter_closure()
+            if current and (size >= self.bucket_bytes or
+                            value.dtype != current[-1].bagua_getter_closure().dtype):
+                buckets.append(current)
+                current, size = [], 0
+            current.append(t)
+            size += value.numel() * value.element_size()
+        if current:
+            buckets.append(current)
+        return buckets
+
+    def _init_algorithm(self):
+        impl = self.bagua_algorithm
+        self._bagua_tensors = impl.init_tensors(self)
+        self.bagua_buckets = impl.tensors_to_buckets(self._split_into_buckets(self._bagua_tensors),
+                                                     self.gradient_as_bucket_view)
+        for bucket in self.bagua_buckets:
+            impl.init_operations(self, bucket)
+        self._bagua_backend = impl.make_backend(self, self.bagua_buckets)
+        self._forward_pre_hook = impl.init_forward_pre_hook(self)
+        self._backward_hook = impl.init_backward_hook(self)
+        self._post_backward_hook = impl.init_post_backward_hook(self)
+        self._post_step_hook = impl.init_post_optimizer_step_hook(self)
+
+    def _reset(self):
+        """The algorithm asked for it (need_reset): rebroadcast and rebuild."""
+        self._broadcast_state()
+        self._init_algorithm()
+
+    def _install_hooks(self):
+        self._hooks.append(self.module.register_forward_pre_hook(self._on_forward))
+        for name, param in self._params.items():
+            self._hooks.append(param.register_post_accumulate_grad_hook(
+                lambda p, name=name: self._on_gradient(name, p)))
+        for optimizer in self.bagua_optimizers:
+            self._hooks.append(optimizer.register_step_post_hook(
+                lambda opt, args, kwargs: self._post_step_hook(opt)))
+
+    def close(self):
+        """Removes the hooks; the module trains locally afterwards."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self._bagua_backend = None
+
+    # -- hooks ----------------------------------------------------------------------
+    def _on_forward(self, module, inputs):
+        if self.broadcast_buffers and self.world_size > 1:
+            with torch.no_grad():
+                for b in self.module.buffers():
+                    self._broadcast_tensor(b)
+        if not module.training:
+            return
+        if self.bagua_algorithm.need_reset():
+            self._reset()
+        self.bagua_train_step_counter += 1
+        self._forward_pre_hook(inputs)
+
+    def _on_gradient(self, name, param):
+        if not self.require_backward_grad_sync or self._bagua_backend is None:
+            return
+        self._sync_stream()
+        self._marked.add(name)
+        self._backward_hook(name, param)
+        if not self._callback_queued:
+            self._callback_queued = True
+            torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)
+
+    def _after_backward(self):
+        self._callback_queued = False
+        missing = [n for n in self._params if n not in self._marked]
+        self._marked = set()
+        if missing and not self.find_unused_parameters:
+            raise RuntimeError(
+                f"bagua: {len(missing)} parameter(s) received no gradient in this step "
+                f"({', '.join(missing[:8])}); pass find_unused_parameters=True to treat them "
+                "as zero")
+        for name in missing:
+            param = self._params[name]
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+            else:
+                param.grad.zero_()
+            self._sync_stream()
+            self._backward_hook(name, param)
+        self._post_backward_hook()

@@ -1,0 +1,240 @@
+"""Process groups of the original API on the runtime's communicators.
+
+`init_process_group()` joins the job (torch.distributed's env:// rendezvous,
+as torchrun or `python -m bagua.distributed.launch` set it up) and creates
+the default `BaguaProcessGroup`; `new_group(ranks)` and
+`from_torch_group(group)` make more. A group has three communicators, as in
+the original: "global" (its ranks), "intra" (its ranks on my node) and
+"inter" (its ranks with my local rank, one per node). Each communicator
+holds the runtime's Gloo communicator for CPU tensors and an NCCL one per
+CUDA device, created on first use by all its members together (the first
+operation on a communicator is collective, even a send; members that do not
+join in time get a TimeoutError that says so).
+"""
+import datetime
+import os
+
+import torch
+import torch.distributed as dist
+
+from . import env
+
+_state = {"default": None, "store": None, "groups": 0}
+
+
+def _global_rank():
+    return dist.get_rank() if dist.is_initialized() else env.get_rank()
+
+
+def _world_size():
+    return dist.get_world_size() if dist.is_initialized() else env.get_world_size()
+
+
+def _timeout_s():
+    """Seconds an operation may wait for its peers (BAGUA_TIMEOUT_S, default 300)."""
+    return float(os.environ.get("BAGUA_TIMEOUT_S", 300))
+
+
+class BaguaCommunicator:
+    """The ranks of one communicator and the runtime's communicators over them.
+
+    `rank()` and `nranks()` are this process's place in it (`rank()` is -1
+    for a process outside it). Collectives take it as `comm=`.
+    """
+
+    def __init__(self, group, kind, ranks):
+        self.group = group
+        self.kind = kind
+        self.ranks = list(ranks)
+        me = _global_rank()
+        self._rank = self.ranks.index(me) if me in self.ranks else -1
+        self._backends = {}
+
+    def rank(self):
+        return self._rank
+
+    def nranks(self):
+        return len(self.ranks)
+
+    def __repr__(self):
+        return f"BaguaCommunicator({self.group.group_name}/{self.kind}, ranks={self.ranks})"
+
+    def backend(self, device):
+        """The runtime communicator (bagua._C.ProcessGroup) for `device`."""
+        from .. import _C
+
+        if self._rank < 0:
+            raise ValueError(f"rank {_global_rank()} is not a member of {self!r}")
+        key = (device.type, device.index if device.type == "cuda" else None)
+        if key not in self._backends:
+            prefix = f"bagua/pg/{self.group.group_name}/{self.kind}/{key[0]}{key[1] or ''}"
+            store = _C.CallbackStore(_default_store())
+            try:
+                if device.type == "cuda":
+                    index = device.index if device.index is not None else torch.cuda.current_device()
+                    backend = _C.ProcessGroup.nccl(store, self._rank, self.nranks(), index,
+                                                   prefix=prefix, timeout_s=_timeout_s())
+                elif device.type == "cpu":
+                    backend = _C.ProcessGroup.gloo(store, self._rank, self.nranks(), prefix=prefix,
+                                                   iface=os.environ.get("GLOO_SOCKET_IFNAME", ""),
+                                                   timeout_s=_timeout_s())
+                else:
+                    raise ValueError(f"bagua communicates CPU and CUDA tensors, not {device.type}")
+            except TimeoutError as error:
+                raise TimeoutError(
+                    f"creating the {device.type} communicator of {self!r} timed out: its first "
+                    f"operation must be entered by all {self.nranks()} members ({error})"
+                ) from error
+            self._backends[key] = (backend, store)
+        return self._backends[key][0]
+
+
+class BaguaProcessGroup:
+    """A set of ranks (global rank numbers, sorted) and its communicators."""
+
+    def __init__(self, ranks, stream, group_name):
+        self.ranks = sorted(ranks)
+        # Kept for the original's signature: the runtime orders its CUDA work
+        # on the caller's current stream (its NCCL stream waits for it).
+        self.stream = stream
+        self.group_name = group_name
+        self._comms = {}
+
+    def __repr__(self):
+        return f"BaguaProcessGroup({self.group_name}, ranks={self.ranks})"
+
+    def _comm(self, kind, ranks):
+        if kind not in self._comms:
+            self._comms[kind] = BaguaCommunicator(self, kind, ranks)
+        return self._comms[kind]
+
+    def get_global_communicator(self):
+        return self._comm("global", self.ranks)
+
+    def get_intra_node_communicator(self):
+        """My group's ranks on my node."""
+        nodes = _node_of_ranks()
+        mine = nodes[_global_rank()]
+        return self._comm("intra", [r for r in self.ranks if nodes[r] == mine])
+
+    def get_inter_node_communicator(self):
+        """One rank per node: those of my group with my place on their node."""
+        nodes = _node_of_ranks()
+        position = {}
+        for r in self.ranks:
+            position[r] = sum(1 for q in self.ranks if q < r and nodes[q] == nodes[r])
+        me = position.get(_global_rank(), -1)
+        return self._comm("inter", [r for r in self.ranks if position[r] == me])
+
+
+def _node_of_ranks():
+    """Node number of every global rank (published once through the store)."""
+    if "nodes" not in _state:
+        store = _default_store()
+        store.set(f"bagua/node_of/{_global_rank()}", str(env.get_node_rank()))
+        _state["nodes"] = [int(store.get(f"bagua/node_of/{r}")) for r in range(_world_size())]
+    return _state["nodes"]
+
+
+def _default_store():
+    if _state["store"] is None:
+        if not dist.is_initialized():
+            raise RuntimeError("bagua: call bagua.torch_api.init_process_group() first")
+        _state["store"] = dist.distributed_c10d._get_default_store()
+    return _state["store"]
+
+
+def is_initialized():
+    return _state["default"] is not None
+
+
+def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
+    """Joins the job and creates the default process group.
+
+    Without arguments the job comes from the launcher's environment (RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT...). With a `store` (a
+    torch.distributed Store), `rank`, `world_size` and `local_world_size` are
+    required. torch.distributed is initialised too if it is not yet: Gloo
+    for CPU tensors, plus NCCL for CUDA tensors where CUDA is available.
+    """
+    if _state["default"] is not None:
+        raise RuntimeError("bagua: init_process_group() was already called in this process")
+    if store is not None:
+        for name, value in (("rank", rank), ("world_size", world_size),
+                            ("local_world_size", local_world_size)):
+            if value < (0 if name == "rank" else 1):
+                raise ValueError(f"bagua: init_process_group(store=...) needs {name}, got {value}")
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size),
+                          LOCAL_RANK=str(rank % local_world_size),
+                          LOCAL_WORLD_SIZE=str(local_world_size))
+    if not dist.is_initialized():
+        backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+        timeout = datetime.timedelta(seconds=_timeout_s())
+        if store is not None:
+            dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                                    timeout=timeout)
+        else:
+            for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+                if name not in os.environ:
+                    raise RuntimeError(
+                        f"bagua: {name} is not set; start the script with torchrun or "
+                        "`python -m bagua.distributed.launch`, or pass store, rank, world_size "
+                        "and local_world_size to init_process_group()")
+            dist.init_process_group(backend, timeout=timeout)
+    if dist.get_world_size() != env.get_world_size() or dist.get_rank() != env.get_rank():
+        os.environ.update(RANK=str(dist.get_rank()), WORLD_SIZE=str(dist.get_world_size()))
+    _state["store"] = store if store is not None else dist.distributed_c10d._get_default_store()
+    stream = torch.cuda.Stream(priority=-1) if torch.cuda.is_available() else None
+    _state["default"] = new_group(stream=stream)
+
+
+def _get_default_group():
+    """The default group; created on first use when torch.distributed was
+    initialised by someone else (torchrun + init_process_group, Lightning)."""
+    if _state["default"] is None:
+        if not dist.is_initialized():
+            raise RuntimeError(
+                "bagua: call bagua.torch_api.init_process_group() first (or initialise "
+                "torch.distributed)")
+        stream = torch.cuda.Stream(priority=-1) if torch.cuda.is_available() else None
+        _state["default"] = new_group(stream=stream)
+    return _state["default"]
+
+
+def new_group(ranks=None, stream=None):
+    """A process group of `ranks` (global ranks; None: all). Every process of
+    the job must call it, in the same order, even those not in `ranks`."""
+    world = _world_size()
+    if ranks is None:
+        ranks = list(range(world))
+    ranks = sorted(int(r) for r in ranks)
+    for r in ranks:
+        if r < 0 or r >= world:
+            raise ValueError(f"bagua: new_group: rank {r} is outside the job's 0..{world - 1}")
+    if len(set(ranks)) != len(ranks):
+        raise ValueError(f"bagua: new_group: ranks {ranks} repeat a rank")
+    if not ranks:
+        raise ValueError("bagua: new_group: no ranks given")
+    _state["groups"] += 1
+    if stream is None and _state["default"] is not None:
+        stream = _state["default"].stream
+    return BaguaProcessGroup(ranks, stream, str(_state["groups"]))
+
+
+def from_torch_group(group, stream=None):
+    """The Bagua process group with the ranks of torch.distributed group `group`.
+    Every process of the job must call it, in the same order."""
+    if group is None or group is dist.group.WORLD:
+        return new_group(None, stream)
+    try:
+        ranks = dist.get_process_group_ranks(group)
+    except (RuntimeError, ValueError):
+        # This process is not in `group`: learn its ranks through the store.
+        ranks = None
+    key = f"bagua/from_torch/{_state['groups'] + 1}"
+    store = _default_store()
+    if ranks is not None and dist.get_rank(group) == 0:
+        store.set(key, ",".join(map(str, ranks)))
+    if ranks is None:
+        ranks = [int(r) for r in store.get(key).decode().split(",")]
+    return new_group(ranks, stream)

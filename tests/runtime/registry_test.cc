@@ -1,0 +1,97 @@
+// The algorithm registry: lookup, option checking, creation, and the errors
+// users see for unknown names, unbuilt algorithms and bad options.
+#include "runtime/algorithms/registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/common/error.h"
+
+namespace bagua {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string messageOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Registry, ListsBaguasSixAlgorithmsInTheOriginalOrder) {
+  std::vector<std::string> names;
+  for (const AlgorithmInfo& info : AlgorithmRegistry::global().all()) names.push_back(info.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized",
+                                            "low_precision_decentralized", "qadam", "async"));
+  EXPECT_THAT(AlgorithmRegistry::global().available(),
+              ::testing::ElementsAre("gradient_allreduce", "bytegrad"));
+}
+
+TEST(Registry, ResolveFillsDefaultsAndKeepsGivenValues) {
+  OptionMap o = AlgorithmRegistry::global().resolve("bytegrad", {{"average", false}});
+  EXPECT_FALSE(optionBool(o, "average"));
+  EXPECT_TRUE(optionBool(o, "hierarchical"));
+  EXPECT_FALSE(optionBool(o, "error_feedback"));
+}
+
+TEST(Registry, AnIntIsAcceptedWhereAFloatIsExpectedButNothingElseConverts) {
+  AlgorithmRegistry registry;
+  registry.add({"toy", "a test entry", Communicates::kGradients, Trigger::kTensorReady,
+                {{"rate", 0.5, "a float"}, {"steps", int64_t{3}, "an int"}}, {}});
+  EXPECT_DOUBLE_EQ(optionDouble(registry.resolve("toy", {{"rate", int64_t{2}}}), "rate"), 2.0);
+  EXPECT_THAT(messageOf([&] { registry.resolve("toy", {{"steps", 1.5}}); }),
+              HasSubstr("option 'steps' of algorithm 'toy' expects int, got float"));
+  EXPECT_THAT(messageOf([&] { registry.resolve("toy", {{"steps", true}}); }),
+              HasSubstr("expects int, got bool"));
+}
+
+TEST(Registry, UnknownOptionNamesTheAlgorithmsOptions) {
+  std::string m = messageOf(
+      [] { AlgorithmRegistry::global().resolve("gradient_allreduce", {{"device_ids", true}}); });
+  EXPECT_THAT(m, HasSubstr("algorithm 'gradient_allreduce' has no option 'device_ids'"));
+  EXPECT_THAT(m, HasSubstr("its options: hierarchical, average"));
+}
+
+TEST(Registry, UnknownNameListsWhatIsAvailable) {
+  EXPECT_THROW(AlgorithmRegistry::global().find("nope"), InvalidArgument);
+  EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().find("nope"); }),
+              HasSubstr("unknown algorithm 'nope'; available: gradient_allreduce, bytegrad"));
+}
+
+TEST(Registry, AnAlgorithmNotBuiltYetIsNotAvailableNamingWhatIs) {
+  EXPECT_THROW(AlgorithmRegistry::global().create("qadam", {}), NotAvailable);
+  EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().create("qadam", {}); }),
+              HasSubstr("not available in this version yet; available: gradient_allreduce, "
+                        "bytegrad"));
+}
+
+TEST(Registry, CreateBuildsTheNamedAlgorithm) {
+  auto a = AlgorithmRegistry::global().create("bytegrad", {{"error_feedback", true}});
+  ASSERT_NE(a, nullptr);
+  EXPECT_STREQ(a->name(), "bytegrad");
+  EXPECT_EQ(a->bucketAlignment(4), 4u);
+  EXPECT_STREQ(AlgorithmRegistry::global().create("gradient_allreduce", {})->name(),
+               "gradient_allreduce");
+}
+
+TEST(Registry, ADuplicateNameIsRefused) {
+  AlgorithmRegistry registry;
+  registry.add({"x", "", Communicates::kGradients, Trigger::kTensorReady, {}, {}});
+  EXPECT_THROW(registry.add({"x", "", Communicates::kWeights, Trigger::kBackground, {}, {}}),
+               InvalidArgument);
+}
+
+TEST(Registry, EntriesSayWhatTheyCommunicateAndWhen) {
+  const auto& r = AlgorithmRegistry::global();
+  EXPECT_STREQ(communicatesName(r.find("bytegrad").communicates), "gradients");
+  EXPECT_STREQ(communicatesName(r.find("decentralized").communicates), "weights");
+  EXPECT_STREQ(triggerName(r.find("decentralized").trigger), "before_forward");
+  EXPECT_STREQ(communicatesName(r.find("qadam").communicates), "optimizer_state");
+  EXPECT_STREQ(triggerName(r.find("async").trigger), "background");
+}
+
+}  // namespace
+}  // namespace bagua
