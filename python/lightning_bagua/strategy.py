@@ -1,39 +1,55 @@
 """BaguaStrategy: Lightning's DDP machinery (launch, process group, samplers,
-checkpointing, collectives for logging) with the model wrapped by
-bagua.BaguaDistributedDataParallel instead of torch's DDP, so gradients are
-averaged by Bagua's algorithms in libbagua.
+checkpointing, collectives for logging) with the model made data-parallel
+by one of Bagua's algorithms (bagua.torch_api's DistributedDataParallel on
+libbagua) instead of torch's DDP.
+
+The original strategy's arguments are accepted: `algorithm`, `flatten` and
+`**bagua_kwargs`, the algorithm's options (hierarchical, average,
+peer_selection_mode, communication_interval, sync_interval_ms,
+warmup_steps...), checked against the runtime's registry when the strategy
+is built, so a wrong option fails at once naming the option and the
+algorithm. Manual optimization works: gradients are averaged in
+`manual_backward`, as in automatic optimization.
 """
+from contextlib import contextmanager
+
 from lightning.pytorch.strategies import DDPStrategy, StrategyRegistry
 
-from bagua.distributed import BaguaDistributedDataParallel
-from bagua.env import check_algorithm
+from bagua.torch_api.algorithms import GlobalAlgorithmRegistry
+from bagua.torch_api.data_parallel import DistributedDataParallel
 
 
 class BaguaStrategy(DDPStrategy):
     """Trains with one of Bagua's algorithms.
 
     Args:
-        algorithm: "gradient_allreduce" (default) or "bytegrad" (the original's
-            other names raise NotImplementedError listing what exists).
+        algorithm: a name of `bagua.registry.available()` ("gradient_allreduce"
+            by default, "bytegrad", ...) or a user-registered one.
+        flatten: the original's bucket flattening switch (kept for
+            compatibility; the runtime always communicates flat buckets).
         bucket_mb, find_unused_parameters, broadcast_buffers, timeout_s: see
             bagua.BaguaDistributedDataParallel.
-        **bagua_kwargs: algorithm options (average, error_feedback).
+        **bagua_kwargs: the algorithm's options.
     """
 
     strategy_name = "bagua"
 
-    def __init__(self, algorithm="gradient_allreduce", accelerator=None, parallel_devices=None,
-                 cluster_environment=None, checkpoint_io=None, precision_plugin=None,
-                 process_group_backend=None, bucket_mb=10, find_unused_parameters=False,
-                 broadcast_buffers=True, timeout_s=300.0, **bagua_kwargs):
-        check_algorithm(algorithm)
+    def __init__(self, algorithm="gradient_allreduce", flatten=True, accelerator=None,
+                 parallel_devices=None, cluster_environment=None, checkpoint_io=None,
+                 precision_plugin=None, process_group_backend=None, bucket_mb=None,
+                 find_unused_parameters=False, broadcast_buffers=True, timeout_s=None,
+                 **bagua_kwargs):
+        # Built once here so that a wrong name or option fails now.
+        self._bagua_algorithm_factory = GlobalAlgorithmRegistry.get(algorithm)
+        self._bagua_algorithm_factory(**bagua_kwargs)
         super().__init__(accelerator=accelerator, parallel_devices=parallel_devices,
                          cluster_environment=cluster_environment, checkpoint_io=checkpoint_io,
                          precision_plugin=precision_plugin,
                          process_group_backend=process_group_backend)
         self._bagua_algorithm = algorithm
+        self._bagua_flatten = flatten
         self._bagua_kwargs = dict(bagua_kwargs)
-        self._bagua_options = dict(bucket_mb=bucket_mb,
+        self._bagua_options = dict(bucket_cap_mb=bucket_mb,
                                    find_unused_parameters=find_unused_parameters,
                                    broadcast_buffers=broadcast_buffers, timeout_s=timeout_s)
 
@@ -42,15 +58,31 @@ class BaguaStrategy(DDPStrategy):
         return self._bagua_algorithm
 
     def _setup_model(self, model):
-        return BaguaDistributedDataParallel(model, self._bagua_algorithm, **self._bagua_options,
-                                            **self._bagua_kwargs)
+        algorithm = self._bagua_algorithm_factory(**self._bagua_kwargs)
+        return DistributedDataParallel(model, optimizers=self.optimizers, algorithm=algorithm,
+                                       gradient_as_bucket_view=self._bagua_flatten,
+                                       **self._bagua_options)
 
     def _register_ddp_hooks(self):
         # torch DDP comm hooks do not apply: Bagua's algorithm is the hook.
         pass
 
+    @contextmanager
+    def block_backward_sync(self):
+        """Gradient accumulation: no communication until the last micro-batch."""
+        if isinstance(self.model, DistributedDataParallel):
+            with self.model.no_sync():
+                yield None
+        else:
+            yield None
+
+    def post_training_step(self):
+        # DDPStrategy re-enables torch DDP's gradient sync here for manual
+        # optimization; Bagua's engine keeps its own switch (no_sync()).
+        pass
+
     def teardown(self):
-        if isinstance(self.model, BaguaDistributedDataParallel):
+        if isinstance(self.model, DistributedDataParallel):
             self.model.close()
             self.model = self.lightning_module
         super().teardown()

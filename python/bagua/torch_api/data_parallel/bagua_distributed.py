@@ -58,6 +58,7 @@ class BaguaDistributedDataParallel:
         self.timeout_s = float(timeout_s or os.environ.get("BAGUA_TIMEOUT_S", 300))
         self.require_backward_grad_sync = True
         self.bagua_train_step_counter = 0
+        self.communication_count = 0  # backward passes that communicated
         self.device = self._single_device()
         self._check_world_size()
         self.comm = BaguaCommunicator(process_group, f"ddp{next(_instances)}", process_group.ranks)
@@ -229,3 +230,4 @@ class BaguaDistributedDataParallel:
             self._sync_stream()
             self._backward_hook(name, param)
         self._post_backward_hook()
+        self.communication_count += 1

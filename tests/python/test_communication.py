@@ -1,0 +1,34 @@
+"""bagua.torch_api's communication primitives on CPU (Gloo) with 1-4
+processes: every primitive, every dtype, every applicable ReduceOp, checked
+against a reference built from torch.distributed's own Gloo; new_group with
+a subset of ranks; disagreeing ranks get a clear error in bounded time."""
+import os
+
+import pytest
+
+from conftest import load_ranks, torchrun
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 3, 4])
+def test_every_primitive_dtype_and_op(outdir, nproc):
+    prefix = os.path.join(outdir, "comm")
+    run = torchrun("comm_job.py", nproc, ["--out", prefix], timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    for r in load_ranks(prefix, nproc):
+        assert r["failures"] == [], r["failures"][:10]
+        assert r["count"] > 300
+
+
+@pytest.mark.parametrize("kind,message", [
+    ("size", "ranks disagree"),
+    ("dtype", "ranks disagree"),
+    ("primitive", "ranks disagree"),
+    ("bitwise_float", "needs an integer dtype"),
+])
+def test_mismatch_is_a_clear_error_in_bounded_time(outdir, kind, message):
+    prefix = os.path.join(outdir, kind)
+    run = torchrun("comm_job.py", 2, ["--out", prefix, "--mismatch", kind], timeout=120)
+    assert run.returncode == 0, run.stderr[-4000:]
+    for r in load_ranks(prefix, 2):
+        assert r["error"] is not None and message in r["error"], r
+        assert r["seconds"] < 30
