@@ -24,8 +24,8 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 
-from . import _C
-from .env import check_algorithm
+from .. import _C
+from ..env import check_algorithm
 
 _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _instances = itertools.count()
