@@ -9,7 +9,7 @@ second; everything else is keyword-only (DDP's keywords included, so
 (`import bagua.torch_api as bagua`, `model.with_bagua(...)`) is the way
 Bagua scripts are written; this is a shortcut onto it.
 """
-from .torch_api.data_parallel.distributed import DistributedDataParallel
+from ..torch_api.data_parallel.distributed import DistributedDataParallel
 
 
 class BaguaDistributedDataParallel(DistributedDataParallel):

@@ -1,0 +1,416 @@
+"""The launchers: python -m bagua.distributed.launch / .run and baguarun, over
+torchrun, on CPU with loopback (GLOO_SOCKET_IFNAME=lo). Every launch is
+bounded in time and runs in its own process group, killed whole on timeout.
+Imports nothing from bagua._C."""
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+import bagua
+from bagua.distributed import _launcher, launch as bagua_launch
+from bagua.script import baguarun
+from conftest import HERE, load_ranks
+
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(bagua.__file__)))
+REPO = os.path.dirname(PKG_ROOT)
+WORKER = os.path.join(HERE, "launch_worker.py")
+TIMEOUT = 120
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(extra=None, drop=()):
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo",
+               PYTHONPATH=os.pathsep.join(p for p in (PKG_ROOT, os.environ.get("PYTHONPATH")) if p))
+    for name in ("OMP_NUM_THREADS", "NCCL_NET_PLUGIN", "NCCL_NET", "BAGUA_NET_PLUGIN_PATH",
+                 "BAGUA_NODE_DOMAIN_NAMES", "BAGUA_SSH_PORT") + tuple(drop):
+        env.pop(name, None)
+    env.update(extra or {})
+    return env
+
+
+def run(args, env=None, cwd=HERE, timeout=TIMEOUT):
+    """Runs `python ARGS`; on timeout kills its whole process group and fails."""
+    proc = subprocess.Popen([sys.executable] + list(args), cwd=cwd, env=env or child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"timed out after {timeout}s: {args}\n{out[-2000:]}\n{err[-3000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def launch(*args, **kwargs):
+    return run(["-m", "bagua.distributed.launch"] + list(args), **kwargs)
+
+
+def elastic(*args, **kwargs):
+    return run(["-m", "bagua.distributed.run"] + list(args), **kwargs)
+
+
+def fake_plugin(tmp_path):
+    path = tmp_path / "libnccl-net-bagua.so"
+    path.write_bytes(b"")
+    return str(path)
+
+
+def warnings_in(stderr):
+    return [line for line in stderr.splitlines() if "warning: ignoring" in line]
+
+
+# --- bagua.distributed.launch -------------------------------------------------------------
+
+
+def test_launch_two_processes(outdir):
+    prefix = os.path.join(outdir, "w")
+    port = free_port()
+    res = launch("--nproc_per_node", "2", "--master_port", str(port), WORKER, "--out", prefix)
+    assert res.returncode == 0, res.stderr[-3000:]
+    ranks = load_ranks(prefix, 2)
+    assert [r["RANK"] for r in ranks] == ["0", "1"]
+    assert [r["LOCAL_RANK"] for r in ranks] == ["0", "1"]
+    for r in ranks:
+        assert r["WORLD_SIZE"] == "2" and r["LOCAL_WORLD_SIZE"] == "2"
+        assert r["GROUP_RANK"] == "0" and r["NODE_RANK"] == "0"
+        assert r["MASTER_ADDR"] == "127.0.0.1" and r["MASTER_PORT"] == str(port)
+        assert r["BAGUA_DEFAULT_BUCKET_SIZE"] == str(10 * 1024**2)
+        assert r["OMP_NUM_THREADS"] == "1"  # torchrun's default with several workers
+        assert r["NCCL_NET_PLUGIN"] is None and r["NCCL_NET"] is None
+        assert r["argv"] == [WORKER, "--out", prefix]
+        assert r["name"] == "__main__"
+    assert warnings_in(res.stderr) == []
+
+
+def test_launch_set_additional_flag_passes_local_rank(outdir):
+    prefix = os.path.join(outdir, "w")
+    res = launch("--nproc_per_node", "2", "--master_port", str(free_port()),
+                 "--set_additional_flag", "--default_bucket_size", "4096",
+                 WORKER, "--out", prefix)
+    assert res.returncode == 0, res.stderr[-3000:]
+    for r in load_ranks(prefix, 2):
+        # The original's position: right after the script, before its arguments.
+        assert r["argv"] == [WORKER, f"--local_rank={r['LOCAL_RANK']}", "--out", prefix]
+        assert r["local_rank_arg"] == int(r["LOCAL_RANK"])
+        assert r["name"] == "__main__"
+        assert r["path0"] == os.path.dirname(os.path.realpath(WORKER))  # as `python script`
+        assert r["BAGUA_DEFAULT_BUCKET_SIZE"] == "4096"
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_launch_module(outdir, flag):
+    # The module is found through the working directory only, as with python -m.
+    prefix = os.path.join(outdir, "w")
+    extra = ["--set_additional_flag"] if flag else []
+    res = launch("--nproc_per_node", "1", "--master_port", str(free_port()), "-m", *extra,
+                 "launch_worker", "--out", prefix)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (r,) = load_ranks(prefix, 1)
+    assert r["name"] == "__main__"
+    assert os.path.realpath(r["argv"][0]) == os.path.realpath(WORKER)
+    assert r["argv"][1:] == (["--local_rank=0"] if flag else []) + ["--out", prefix]
+
+
+def test_launch_no_python_with_additional_flag(tmp_path):
+    out = tmp_path / "args.txt"
+    script = tmp_path / "train.sh"
+    script.write_text(f'#!/bin/sh\necho "$RANK $*" > {out}\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    res = launch("--nproc_per_node", "1", "--master_port", str(free_port()), "--no_python",
+                 "--set_additional_flag", str(script), "a", "b c")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert out.read_text() == "0 --local_rank=0 a b c\n"
+
+
+def test_launch_logdir(tmp_path):
+    logdir = tmp_path / "logs"
+    prefix = str(tmp_path / "w")
+    res = launch("--nproc_per_node", "1", "--master_port", str(free_port()),
+                 "--logdir", str(logdir), WORKER, "--out", prefix)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (stdout_log,) = logdir.glob("*/attempt_0/0/stdout.log")
+    assert "rank 0 done" in stdout_log.read_text()
+    assert "rank 0 done" not in res.stdout
+
+
+def test_launch_enable_bagua_net_sets_nccl_plugin(tmp_path):
+    plugin = fake_plugin(tmp_path)
+    prefix = str(tmp_path / "w")
+    res = launch("--nproc_per_node", "2", "--master_port", str(free_port()), "--enable_bagua_net",
+                 WORKER, "--out", prefix, env=child_env({"BAGUA_NET_PLUGIN_PATH": plugin}))
+    assert res.returncode == 0, res.stderr[-3000:]
+    for r in load_ranks(prefix, 2):
+        assert r["NCCL_NET_PLUGIN"] == plugin
+        assert r["NCCL_NET"] == "Bagua"
+
+
+def test_launch_enable_bagua_net_without_plugin_fails(tmp_path):
+    missing = str(tmp_path / "nope.so")
+    prefix = str(tmp_path / "w")
+    res = launch("--nproc_per_node", "1", "--master_port", str(free_port()), "--enable_bagua_net",
+                 WORKER, "--out", prefix, env=child_env({"BAGUA_NET_PLUGIN_PATH": missing}))
+    assert res.returncode != 0
+    assert f"BAGUA_NET_PLUGIN_PATH={missing} is not a file" in res.stderr
+    assert not list(tmp_path.glob("w.rank*.json")), "a worker started"
+
+
+def test_launch_enable_bagua_net_package_without_plugin(monkeypatch, tmp_path):
+    # The package's own location is empty (a build without the plugin).
+    monkeypatch.delenv("BAGUA_NET_PLUGIN_PATH", raising=False)
+    monkeypatch.setattr(bagua.env, "packaged_net_plugin_path", lambda: str(tmp_path / "x.so"))
+    assert bagua.net_plugin_path() is None
+    with pytest.raises(SystemExit) as exc:
+        bagua_launch.main(["--enable_bagua_net", WORKER])
+    message = str(exc.value.code)
+    assert "has no Bagua-Net plugin" in message and str(tmp_path / "x.so") in message
+    assert "BAGUA_NET_PLUGIN_PATH" in message
+
+
+def test_net_plugin_path_override(monkeypatch, tmp_path):
+    plugin = fake_plugin(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BAGUA_NET_PLUGIN_PATH", os.path.basename(plugin))
+    assert bagua.net_plugin_path() == plugin  # made absolute
+    monkeypatch.setenv("BAGUA_NET_PLUGIN_PATH", str(tmp_path / "missing.so"))
+    assert bagua.net_plugin_path() is None
+
+
+def test_launch_ignored_arguments_warn_once(outdir):
+    prefix = os.path.join(outdir, "w")
+    res = launch("--nproc_per_node", "1", "--master_port", str(free_port()),
+                 "--autotune_level", "1", "--report_metrics", "--bagua_service_port", "30001",
+                 "--autotune_warmup_time", "30", "--host_list", "a,b",
+                 WORKER, "--out", prefix)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (line,) = warnings_in(res.stderr)
+    for name in ("--autotune_level", "--report_metrics", "--bagua_service_port", "--host_list"):
+        assert name in line
+    assert "--autotune_warmup_time" not in line  # its default value
+    assert load_ranks(prefix, 1)[0]["RANK"] == "0"
+
+
+@pytest.mark.parametrize("launcher", ["launch", "run"])
+def test_worker_failure_is_the_exit_status(outdir, launcher):
+    prefix = os.path.join(outdir, "w")
+    if launcher == "launch":
+        res = launch("--nproc_per_node", "2", "--master_port", str(free_port()),
+                     WORKER, "--out", prefix, "--exit-rank", "1", "--exit-code", "3")
+    else:
+        res = elastic("--standalone", "--nproc_per_node", "2",
+                      WORKER, "--out", prefix, "--exit-rank", "1", "--exit-code", "3")
+    assert res.returncode == 3, res.stderr[-3000:]
+    assert "a worker failed" in res.stderr and "exitcode  : 3" in res.stderr
+
+
+def test_launch_arguments_are_the_originals():
+    # Names and defaults of the original bagua.distributed.launch parse_args.
+    original = {
+        "nnodes": 1, "node_rank": 0, "nproc_per_node": 1, "master_addr": "127.0.0.1",
+        "master_port": 29500, "bagua_service_port": 29501, "set_additional_flag": False,
+        "module": False, "no_python": False, "logdir": None, "autotune_level": 0,
+        "is_output_autotune_log": False, "report_metrics": False, "autotune_max_samples": 60,
+        "autotune_sampling_confidence_time": 5.0, "autotune_warmup_time": 30.0,
+        "default_bucket_size": 10 * 1024**2, "enable_bagua_net": False, "host_list": None,
+        "ssh_port": None,
+    }
+    args = vars(bagua_launch.get_args_parser().parse_args(["train.py", "--x", "1"]))
+    assert args.pop("training_script") == "train.py"
+    assert args.pop("training_script_args") == ["--x", "1"]
+    assert args == original
+    options = {s for a in bagua_launch.get_args_parser()._actions for s in a.option_strings}
+    assert {"-m", "--module"} <= options
+
+
+def test_launch_translation_to_torchrun():
+    parse = bagua_launch.get_args_parser().parse_args
+    argv = bagua_launch.torchrun_argv(parse([
+        "--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "4", "--master_addr", "h0",
+        "--master_port", "1234", "t.py", "--lr", "1"]))
+    assert argv == ["--nnodes=2", "--node-rank=1", "--nproc-per-node=4", "--master-addr=h0",
+                    "--master-port=1234", "--rdzv-backend=static", "t.py", "--lr", "1"]
+
+
+# --- bagua.distributed.run ----------------------------------------------------------------
+
+
+def test_run_standalone_with_bagua_arguments(tmp_path):
+    plugin = fake_plugin(tmp_path)
+    prefix = str(tmp_path / "w")
+    res = elastic("--standalone", "--nproc_per_node", "2", "--default_bucket_size", "4096",
+                  "--enable_bagua_net", "--autotune_level", "2", "--use_env",
+                  WORKER, "--out", prefix, "--default_bucket_size", "7",
+                  env=child_env({"BAGUA_NET_PLUGIN_PATH": plugin}))
+    assert res.returncode == 0, res.stderr[-3000:]
+    ranks = load_ranks(prefix, 2)
+    assert [r["RANK"] for r in ranks] == ["0", "1"]
+    for r in ranks:
+        assert r["WORLD_SIZE"] == "2"
+        assert r["BAGUA_DEFAULT_BUCKET_SIZE"] == "4096"
+        assert r["NCCL_NET_PLUGIN"] == plugin and r["NCCL_NET"] == "Bagua"
+        # The script's own arguments are left alone, even with a Bagua name.
+        assert r["argv"] == [WORKER, "--out", prefix, "--default_bucket_size", "7"]
+    (line,) = warnings_in(res.stderr)
+    assert "--autotune_level" in line
+
+
+def test_run_elastic_c10d_rendezvous(outdir):
+    prefix = os.path.join(outdir, "w")
+    res = elastic("--nnodes=1:2", "--nproc-per-node=2", "--rdzv-backend=c10d",
+                  f"--rdzv-endpoint=127.0.0.1:{free_port()}", "--rdzv-id=bagua-test",
+                  "--rdzv-conf=last_call_timeout=1", "--max-restarts=0",
+                  WORKER, "--out", prefix, "--allreduce")
+    assert res.returncode == 0, res.stderr[-3000:]
+    ranks = load_ranks(prefix, 2)
+    assert [r["allreduce"] for r in ranks] == [3.0, 3.0]
+    assert warnings_in(res.stderr) == []
+
+
+def test_run_rejects_unknown_arguments():
+    res = elastic("--no_such_flag", WORKER)
+    assert res.returncode == 2 and "--no_such_flag" in res.stderr
+
+
+# --- baguarun -----------------------------------------------------------------------------
+
+FAKE_SSH = """#!/bin/bash
+# Test stand-in for ssh: records its arguments, drops the options and the host
+# and runs the remote command here.
+echo "$@" >> "$FAKE_SSH_LOG"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -p|-o|-l|-i) shift 2;;
+    -*) shift;;
+    *) break;;
+  esac
+done
+shift
+exec bash -c "$*"
+"""
+
+
+@pytest.fixture
+def fake_ssh(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    ssh = bindir / "ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    log = tmp_path / "ssh.log"
+    env = child_env({"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+                     "FAKE_SSH_LOG": str(log)})
+    return env, log
+
+
+def test_baguarun_two_hosts_meet(tmp_path, fake_ssh):
+    env, log = fake_ssh
+    prefix = str(tmp_path / "w")
+    port = free_port()
+    res = run(["-m", "bagua.script.baguarun", "--host_list", "localhost,localhost",
+               "--ssh_port", "2222", "--nproc_per_node", "1", "--master_port", str(port),
+               "--default_bucket_size", "8192", "-x", "BAGUA_TEST_MARK=1",
+               WORKER, "--out", prefix, "--allreduce"], env=env)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    ranks = load_ranks(prefix, 2)
+    for i, r in enumerate(ranks):
+        assert r["allreduce"] == 3.0  # 1 + 2: the two nodes met
+        assert r["WORLD_SIZE"] == "2" and r["GROUP_RANK"] == str(i) and r["NODE_RANK"] == str(i)
+        assert r["MASTER_ADDR"] == "localhost" and r["MASTER_PORT"] == str(port)
+        assert r["BAGUA_DEFAULT_BUCKET_SIZE"] == "8192"
+    assert "localhost[0]: rank 0 done" in res.stdout
+    assert "localhost[1]: rank 1 done" in res.stdout
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2
+    for i, call in enumerate(calls):
+        assert call.startswith("-tt -o BatchMode=yes -p 2222 localhost bash -c ")
+        assert f"--node_rank={i}" in call and "--nnodes=2" in call
+        assert "export BAGUA_TEST_MARK=1;" in call
+        assert f"cd {HERE} && " in call and f"exec {sys.executable} -m bagua.distributed.launch" in call
+
+
+def test_baguarun_failure_stops_the_other_host(tmp_path, fake_ssh):
+    env, _ = fake_ssh
+    prefix = str(tmp_path / "w")
+    start = time.monotonic()
+    # Rank 1 (host 1) exits 3; rank 0 would wait for it in init_process_group (60 s).
+    res = run(["-m", "bagua.script.baguarun", "--host_list", "localhost,localhost",
+               "--nproc_per_node", "1", "--master_port", str(free_port()),
+               WORKER, "--out", prefix, "--allreduce", "--exit-rank", "1"], env=env)
+    elapsed = time.monotonic() - start
+    assert res.returncode == 3, res.stdout[-3000:] + res.stderr[-3000:]
+    assert elapsed < 45, f"the other host was not stopped ({elapsed:.0f}s)"
+    assert "localhost exited with status 3; stopping the other hosts" in res.stderr
+    assert not list(tmp_path.glob("w.rank*.json"))
+
+
+def test_baguarun_arguments(monkeypatch):
+    monkeypatch.delenv("BAGUA_SSH_PORT", raising=False)
+    assert baguarun.parse_hosts("a,b:8022", None) == [("a", None), ("b", 8022)]
+    with pytest.raises(ValueError):
+        baguarun.parse_hosts("a:b:c", 22)
+    monkeypatch.setenv("BAGUA_NODE_DOMAIN_NAMES", "n1,n2")
+    monkeypatch.setenv("BAGUA_SSH_PORT", "2200")
+    monkeypatch.setenv("SOME_VAR", "v v")
+    args = baguarun.parse_args(["--nproc_per_node", "8", "--master_port", "1234",
+                                "--enable_bagua_net", "-x", "SOME_VAR", "-x", "A=1=2",
+                                "train.py", "--name", "a b"])
+    assert args.hosts == [("n1", 2200), ("n2", 2200)]
+    assert args.env == {"SOME_VAR": "v v", "A": "1=2"}
+    command = baguarun.remote_command(args, 1, cwd="/w d", python="/py")
+    assert command.startswith("cd '/w d' && ")
+    assert "export SOME_VAR='v v'; export A=1=2; " in command
+    assert command.endswith(
+        "exec /py -m bagua.distributed.launch --nnodes=2 --node_rank=1 --master_addr=n1 "
+        "--nproc_per_node=8 --master_port=1234 --enable_bagua_net train.py --name 'a b'")
+    ssh = baguarun.ssh_command("n2", 2200, command)
+    assert ssh[:-1] == ["ssh", "-tt", "-o", "BatchMode=yes", "-p", "2200", "n2"]
+    # user@host: the master address is the host
+    args = baguarun.parse_args(["--host_list", "u@h1,u@h2", "--nproc_per_node", "1", "t.py"])
+    assert "--master_addr=h1 " in baguarun.remote_command(args, 0)
+
+
+def test_baguarun_needs_hosts(monkeypatch, capsys):
+    monkeypatch.delenv("BAGUA_NODE_DOMAIN_NAMES", raising=False)
+    with pytest.raises(SystemExit):
+        baguarun.parse_args(["--nproc_per_node", "1", "t.py"])
+    assert "--host_list or $BAGUA_NODE_DOMAIN_NAMES" in capsys.readouterr().err
+
+
+# --- packaging ----------------------------------------------------------------------------
+
+
+def test_baguarun_console_script_registered():
+    import tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["scripts"]["baguarun"] == "bagua.script.baguarun:main"
+
+
+def test_meson_installs_every_python_source():
+    # python/meson.build lists each package's sources by name in one table.
+    with open(os.path.join(PKG_ROOT, "meson.build")) as f:
+        text = f.read()
+    table = text[text.index("python_packages = {"):text.index("\n}\n")]
+    installed = set()
+    for package, files in re.findall(r"'([^']+)': \[([^\]]*)\]", table):
+        installed.update(f"{package}/{name}" for name in re.findall(r"'([^']+)'", files))
+    sources = set()
+    for package in ("bagua", "lightning_bagua"):
+        for root, _, names in os.walk(os.path.join(PKG_ROOT, package)):
+            sources.update(os.path.relpath(os.path.join(root, n), PKG_ROOT)
+                           for n in names if n.endswith(".py"))
+    assert sources - installed == set(), "not installed by python/meson.build"
