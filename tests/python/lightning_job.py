@@ -15,6 +15,32 @@ import lightning_bagua  # noqa: F401  (registers strategy="bagua")
 from lightning_bagua import BaguaStrategy
 
 
+class ManualDigits(L.LightningModule):
+    """Manual optimization: gradients of two micro-batches accumulated
+    (the first under the strategy's no-sync block), one step."""
+
+    def __init__(self, lr=0.5):
+        super().__init__()
+        self.automatic_optimization = False
+        torch.manual_seed(1234)
+        self.net = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(),
+                                       torch.nn.Linear(48, 10))
+        self.lr = lr
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        x, y = batch
+        half = len(x) // 2
+        with self.trainer.strategy.block_backward_sync():
+            self.manual_backward(torch.nn.functional.cross_entropy(self.net(x[:half]), y[:half]))
+        self.manual_backward(torch.nn.functional.cross_entropy(self.net(x[half:]), y[half:]))
+        opt.step()
+        opt.zero_grad()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
 class Digits(L.LightningModule):
     def __init__(self, lr=0.5):
         super().__init__()
@@ -46,6 +72,7 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--out", required=True)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--manual", action="store_true")
     args = p.parse_args()
     strategy = args.strategy
     if strategy.startswith("bagua:"):
@@ -53,7 +80,7 @@ def main():
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_steps=args.steps,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=args.out + ".root")
-    model = Digits()
+    model = ManualDigits() if args.manual else Digits()
     trainer.fit(model, loader())
     trainer.save_checkpoint(args.out + ".ckpt")
     with torch.no_grad():

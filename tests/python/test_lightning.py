@@ -42,8 +42,30 @@ def test_bad_algorithm_names():
 
     with pytest.raises(ValueError, match="unknown algorithm 'sgd'.*gradient_allreduce, bytegrad"):
         BaguaStrategy(algorithm="sgd")
-    with pytest.raises(NotImplementedError, match="'decentralized'.*implemented"):
-        BaguaStrategy(algorithm="decentralized")
+    with pytest.raises(NotImplementedError, match="'decentralized'.*not available in this "
+                                                  "version yet"):
+        BaguaStrategy(algorithm="decentralized", peer_selection_mode="shift_one")
+
+
+def test_original_strategy_options():
+    from lightning_bagua import BaguaStrategy
+
+    s = BaguaStrategy(algorithm="bytegrad", flatten=True, hierarchical=False, average=False)
+    assert s.algorithm == "bytegrad"
+    with pytest.raises(ValueError, match="algorithm 'bytegrad' has no option "
+                                         "'sync_interval_ms'"):
+        BaguaStrategy(algorithm="bytegrad", sync_interval_ms=100)
+    with pytest.raises(ValueError, match="option 'hierarchical' of algorithm "
+                                         "'gradient_allreduce' expects bool"):
+        BaguaStrategy(hierarchical="no")
+
+
+def test_manual_optimization_and_accumulation(outdir):
+    run, prefix = run_lightning(outdir, "bagua:bytegrad", ["--manual"])
+    assert run.returncode == 0, run.stderr[-4000:]
+    ranks = load_ranks(prefix, 2)
+    assert ranks[0]["weights"] == ranks[1]["weights"], "ranks disagree on the weights"
+    assert ranks[0]["accuracy"] > 0.8
 
 
 def test_strategy_name_is_registered():

@@ -7,9 +7,9 @@ class ByteGradAlgorithm(NativeAlgorithm):
     registry_name = "bytegrad"
 
     def __init__(self, hierarchical: bool = True, average: bool = True,
-                 error_feedback: bool = False):
+                 error_feedback: bool = False, **options):
         """hierarchical: compress among node leaders only; average: mean over
         ranks (False: sum); error_feedback (new): carry the quantization error
         into the next step."""
         super().__init__(hierarchical=hierarchical, average=average,
-                         error_feedback=error_feedback)
+                         error_feedback=error_feedback, **options)

@@ -14,6 +14,6 @@ class QAdamOptimizer:
 class QAdamAlgorithm(NativeAlgorithm):
     registry_name = "qadam"
 
-    def __init__(self, q_adam_optimizer, hierarchical: bool = True):
-        super().__init__(hierarchical=hierarchical)
+    def __init__(self, q_adam_optimizer, hierarchical: bool = True, **options):
+        super().__init__(hierarchical=hierarchical, **options)
         self.optimizer = q_adam_optimizer
