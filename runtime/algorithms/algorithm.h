@@ -23,6 +23,7 @@ struct BucketContext {
   void* data = nullptr;  // layout->paddedNumel elements of layout->dtype
   Communicator* comm = nullptr;
   DeviceOps* ops = nullptr;
+  size_t step = 0;  // steps the Reducer completed before this one (wait() calls)
 };
 
 class Algorithm {
@@ -35,6 +36,10 @@ class Algorithm {
     (void)worldSize;
     return 1;
   }
+  // True: the Reducer copies a bucket's result back into its tensors only at
+  // wait(), not as soon as the bucket is done (algorithms on the weights,
+  // which the step keeps using until backward ends).
+  virtual bool copiesBackAtWait() const { return false; }
   // Called once with the bucket plan, before the first communicate(): set up
   // per-bucket state (scratch buffers, error-feedback residuals).
   virtual void setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) {

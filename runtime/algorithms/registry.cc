@@ -3,7 +3,9 @@
 #include "runtime/algorithms/registry.h"
 
 #include "runtime/algorithms/bytegrad.h"
+#include "runtime/algorithms/decentralized.h"
 #include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/algorithms/qadam.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
@@ -13,26 +15,13 @@ namespace {
 // options are the original's, so scripts fail with a clear message.
 std::vector<AlgorithmInfo> notYetBuilt() {
   std::vector<AlgorithmInfo> out;
-  out.push_back({"decentralized",
-                 "decentralized SGD: each rank averages its weights with its peers' each step",
-                 Communicates::kWeights,
-                 Trigger::kBeforeForward,
-                 {{"hierarchical", true, "average inside a node first, then among node leaders"},
-                  {"peer_selection_mode", std::string("all"), "all | shift_one"},
-                  {"communication_interval", int64_t{1}, "communicate every this many steps"}},
-                 {}});
   out.push_back({"low_precision_decentralized",
                  "decentralized SGD on a ring, exchanging 8-bit compressed weight differences",
                  Communicates::kWeights,
                  Trigger::kAfterOptimizerStep,
                  {{"hierarchical", true, "average inside a node first, then among node leaders"},
                   {"communication_interval", int64_t{1}, "communicate every this many steps"}},
-                 {}});
-  out.push_back({"qadam",
-                 "QAdam: Adam whose momentum is averaged in 8 bits after a warm-up",
-                 Communicates::kOptimizerState,
-                 Trigger::kTensorReady,
-                 {{"hierarchical", true, "average inside a node first, then among node leaders"}},
+                 {},
                  {}});
   out.push_back({"async",
                  "asynchronous model average: weights averaged in the background",
@@ -41,6 +30,7 @@ std::vector<AlgorithmInfo> notYetBuilt() {
                  {{"peer_selection_mode", std::string("all"), "all"},
                   {"sync_interval_ms", int64_t{500}, "milliseconds between two averages"},
                   {"warmup_steps", int64_t{0}, "synchronous gradient allreduce steps first"}},
+                 {},
                  {}});
   return out;
 }
@@ -50,7 +40,10 @@ AlgorithmRegistry makeGlobal() {
   std::vector<AlgorithmInfo> later = notYetBuilt();
   registry.add(gradientAllreduceInfo());
   registry.add(byteGradInfo());
-  for (AlgorithmInfo& info : later) registry.add(std::move(info));
+  registry.add(decentralizedInfo());
+  registry.add(std::move(later[0]));  // low_precision_decentralized
+  registry.add(qAdamInfo());
+  registry.add(std::move(later[1]));  // async
   return registry;
 }
 
@@ -125,6 +118,7 @@ OptionMap AlgorithmRegistry::resolve(const std::string& name, const OptionMap& o
                       optionTypeName(it->second) + ", got " + optionTypeName(value));
     it->second = value;
   }
+  if (info.validate) info.validate(out);
   return out;
 }
 

@@ -47,6 +47,9 @@ struct AlgorithmInfo {
   Communicates communicates = Communicates::kGradients;
   Trigger trigger = Trigger::kTensorReady;
   std::vector<OptionSpec> options;
+  // Checks values the types cannot (ranges, choices); InvalidArgument naming
+  // the option. Optional.
+  std::function<void(const OptionMap&)> validate;
   // Builds the algorithm from complete, checked options; empty while the
   // algorithm is not built yet.
   std::function<std::shared_ptr<Algorithm>(const OptionMap&)> factory;

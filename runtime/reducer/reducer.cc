@@ -110,12 +110,9 @@ void Reducer::launch(size_t b) {
     const TensorSpec& t = tensors_[s.tensor];
     ops_->copy(base + s.offset * elem, t.data, t.numel * elem);
   }
-  BucketContext ctx{b, &layout, base, comm_.get(), ops_.get()};
+  BucketContext ctx{b, &layout, base, comm_.get(), ops_.get(), steps_};
   algorithm_->communicate(ctx);
-  for (const BucketSlot& s : layout.slots) {
-    const TensorSpec& t = tensors_[s.tensor];
-    ops_->copy(t.data, base + s.offset * elem, t.numel * elem);
-  }
+  if (!algorithm_->copiesBackAtWait()) copyBack(b);
   // The copies back are ordered after the algorithm's steps; this fence
   // finishes after them.
   work_.push_back(ops_->fence("bucket " + std::to_string(b) + " of " +
@@ -124,6 +121,16 @@ void Reducer::launch(size_t b) {
                               ")"));
   launchedAt_.push_back(std::chrono::steady_clock::now());
   cv_.notify_all();
+}
+
+void Reducer::copyBack(size_t b) {
+  const BucketLayout& layout = buckets_[b];
+  auto* base = static_cast<uint8_t*>(storage_[b]->data());
+  size_t elem = dtypeSize(layout.dtype);
+  for (const BucketSlot& s : layout.slots) {
+    const TensorSpec& t = tensors_[s.tensor];
+    ops_->copy(t.data, base + s.offset * elem, t.numel * elem);
+  }
 }
 
 void Reducer::wait() {
@@ -141,8 +148,20 @@ void Reducer::wait() {
       if (!error) error = std::current_exception();
     }
   }
+  if (!error && algorithm_->copiesBackAtWait()) {
+    // Every bucket is done: now the results may replace the tensors.
+    for (size_t b = 0; b < buckets_.size(); ++b) copyBack(b);
+    try {
+      ops_->fence("copying " + std::to_string(buckets_.size()) + " buckets back (" +
+                  algorithm_->name() + ")")
+          ->wait(options_.timeout);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   std::string watchdogError = watchdogError_;
+  ++steps_;
   work_.clear();
   launchedAt_.clear();
   nextLaunch_ = 0;

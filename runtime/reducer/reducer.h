@@ -7,9 +7,8 @@
 // turns a bucket that does not finish within the timeout into an error that
 // names what was pending.
 //
-// Zero copy: bucketData(b) is the bucket's flat buffer; a caller may place
-// its tensors there (gradient_as_bucket_view) and the copies are skipped for
-// tensors whose data pointer already is their slot.
+// The results are copied back into the tensors as each bucket finishes, or,
+// for algorithms on the weights (Algorithm::copiesBackAtWait), all at wait().
 #pragma once
 
 #include <chrono>
@@ -59,11 +58,11 @@ class Reducer {
   void wait();
 
   const std::vector<BucketLayout>& buckets() const { return buckets_; }
-  void* bucketData(size_t bucket) { return storage_.at(bucket)->data(); }
 
  private:
-  void launchReadyBuckets();   // under mutex_
-  void launch(size_t bucket);  // under mutex_
+  void launchReadyBuckets();     // under mutex_
+  void launch(size_t bucket);    // under mutex_
+  void copyBack(size_t bucket);  // enqueues the bucket's results into its tensors
   void watchdog();
 
   std::shared_ptr<Communicator> comm_;
@@ -80,6 +79,7 @@ class Reducer {
   std::vector<bool> ready_;                  // per tensor, this step
   std::vector<size_t> readyCount_;           // per bucket
   size_t nextLaunch_ = 0;                    // buckets [0, nextLaunch_) are launched
+  size_t steps_ = 0;                         // wait() calls completed
   std::vector<std::shared_ptr<Work>> work_;  // per launched bucket
   std::vector<std::chrono::steady_clock::time_point> launchedAt_;
   std::string watchdogError_;

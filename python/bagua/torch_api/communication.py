@@ -61,8 +61,7 @@ def broadcast_object(obj, src=0, comm=None):
     c = _communicator(comm)
     if c is None:
         return obj
-    device = torch.device("cuda", torch.cuda.current_device()) \
-        if torch.cuda.is_available() and torch.cuda.is_initialized() else torch.device("cpu")
+    device = _object_device()
     size = torch.zeros(1, dtype=torch.int64, device=device)
     payload = None
     if c.rank() == src:
@@ -263,9 +262,18 @@ def alltoall_v_inplace(tensor, counts, displs, comm=None):
         alltoall_v(tensor.clone(), counts, displs, tensor, counts, displs, c)
 
 
+def _object_device():
+    """CUDA once this process uses CUDA (NCCL, as the original), else CPU (Gloo)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def barrier(comm=None):
-    """Returns once every rank of `comm` entered it (CPU: through Gloo)."""
+    """Returns once every rank of `comm` entered it."""
     c = _communicator(comm)
     if c is not None:
-        token = torch.zeros(1)
+        token = torch.zeros(1, device=_object_device())
         allreduce(token, token, ReduceOp.SUM, c)
+        if token.is_cuda:
+            torch.cuda.current_stream(token.device).synchronize()
