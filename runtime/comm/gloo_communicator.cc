@@ -19,7 +19,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/comm/cpu_reduce.h"
+#include "kernels/cpu_reduce.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
@@ -55,6 +55,23 @@ std::string describe(const char* op, size_t count, DType dtype) {
 
 std::string describeBytes(const char* op, size_t bytes) {
   return std::string(op) + " of " + std::to_string(bytes) + " bytes";
+}
+
+// Calls fn(T{}) with an unsigned type of dtype's size. Gloo's options take
+// the element type only for its size (so segments never split an element);
+// the reduce function does the typed arithmetic.
+template <typename Fn>
+void withElementType(DType dtype, Fn&& fn) {
+  switch (dtypeSize(dtype)) {
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    default:
+      return fn(uint64_t{});
+  }
 }
 
 gloo::transport::tcp::attr deviceAttr(const std::string& iface) {
@@ -177,30 +194,24 @@ std::shared_ptr<Work> GlooCommunicator::enqueue(std::string what, std::function<
 
 std::shared_ptr<Work> GlooCommunicator::allreduce(void* data, size_t count, DType dtype,
                                                   ReduceOp op) {
+  requireReduction("allreduce", dtype, op);
   return enqueue(describe("allreduce", count, dtype), [this, data, count, dtype, op] {
     if (count == 0) return;
     gloo::AllreduceOptions opts(context_);
-    // The element type only tells Gloo the element size, so segments never
-    // split an element; the reduce function does the typed arithmetic.
-    if (dtypeSize(dtype) == 4) {
-      opts.setOutput(static_cast<float*>(data), count);
-    } else {
-      opts.setOutput(static_cast<uint16_t*>(data), count);
-    }
+    withElementType(dtype, [&](auto t) { opts.setOutput(static_cast<decltype(t)*>(data), count); });
     opts.setReduceFunction([dtype, op](void* out, const void* a, const void* b, size_t n) {
-      reduceElements(dtype, op, out, a, b, n);
+      kernels::reduceElementsCpu(dtype, op, out, a, b, n);
     });
     opts.setTimeout(options_.timeout);
     gloo::allreduce(opts);
-    if (op == ReduceOp::kAvg && size_ > 1) {
-      scaleElements(dtype, data, count, 1.0f / static_cast<float>(size_));
-    }
+    if (op == ReduceOp::kAvg) kernels::finishAverageCpu(dtype, data, count, size_);
   });
 }
 
 std::shared_ptr<Work> GlooCommunicator::reduceScatter(const void* in, void* out,
                                                       size_t countPerRank, DType dtype,
                                                       ReduceOp op) {
+  requireReduction("reduceScatter", dtype, op);
   // Gloo 0.5 has no options-based reduce-scatter: allreduce a copy of the
   // input and keep this rank's chunk (twice the traffic of a true
   // reduce-scatter; fine for the CPU path).
@@ -211,20 +222,16 @@ std::shared_ptr<Work> GlooCommunicator::reduceScatter(const void* in, void* out,
         std::vector<uint8_t> all(static_cast<const uint8_t*>(in),
                                  static_cast<const uint8_t*>(in) + chunkBytes * size_);
         gloo::AllreduceOptions opts(context_);
-        if (dtypeSize(dtype) == 4) {
-          opts.setOutput(reinterpret_cast<float*>(all.data()), countPerRank * size_);
-        } else {
-          opts.setOutput(reinterpret_cast<uint16_t*>(all.data()), countPerRank * size_);
-        }
+        withElementType(dtype, [&](auto t) {
+          opts.setOutput(reinterpret_cast<decltype(t)*>(all.data()), countPerRank * size_);
+        });
         opts.setReduceFunction([dtype, op](void* o, const void* a, const void* b, size_t n) {
-          reduceElements(dtype, op, o, a, b, n);
+          kernels::reduceElementsCpu(dtype, op, o, a, b, n);
         });
         opts.setTimeout(options_.timeout);
         gloo::allreduce(opts);
         std::memcpy(out, all.data() + chunkBytes * rank_, chunkBytes);
-        if (op == ReduceOp::kAvg && size_ > 1) {
-          scaleElements(dtype, out, countPerRank, 1.0f / static_cast<float>(size_));
-        }
+        if (op == ReduceOp::kAvg) kernels::finishAverageCpu(dtype, out, countPerRank, size_);
       });
 }
 

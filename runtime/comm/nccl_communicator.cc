@@ -18,8 +18,18 @@ ncclDataType_t ncclType(DType dtype) {
       return ncclFloat16;
     case DType::kBFloat16:
       return ncclBfloat16;
+    case DType::kFloat64:
+      return ncclFloat64;
+    case DType::kInt8:
+      return ncclInt8;
+    case DType::kUInt8:
+      return ncclUint8;
+    case DType::kInt32:
+      return ncclInt32;
+    case DType::kInt64:
+      return ncclInt64;
   }
-  return ncclFloat32;
+  BAGUA_THROW(InvalidArgument, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
 ncclRedOp_t ncclOp(ReduceOp op, int size) {
@@ -32,8 +42,14 @@ ncclRedOp_t ncclOp(ReduceOp op, int size) {
       return ncclMin;
     case ReduceOp::kMax:
       return ncclMax;
+    case ReduceOp::kProduct:
+      return ncclProd;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      break;
   }
-  return ncclSum;
+  BAGUA_THROW(InvalidArgument, std::string("NCCL has no ") + reduceOpName(op) + " reduction");
 }
 
 // Completion of the stream work enqueued before it, through a CUDA event;
@@ -154,6 +170,7 @@ void NcclCommunicator::abort(const std::string& why) {
 std::shared_ptr<Work> NcclCommunicator::allreduce(void* data, size_t count, DType dtype,
                                                   ReduceOp op) {
   checkUsable("allreduce");
+  requireReduction("allreduce", dtype, op);
   BAGUA_NCCL_CHECK(
       ncclAllReduce(data, data, count, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
   return record(describe("allreduce", count, dtypeName(dtype)));
@@ -163,6 +180,7 @@ std::shared_ptr<Work> NcclCommunicator::reduceScatter(const void* in, void* out,
                                                       size_t countPerRank, DType dtype,
                                                       ReduceOp op) {
   checkUsable("reduceScatter");
+  requireReduction("reduceScatter", dtype, op);
   BAGUA_NCCL_CHECK(
       ncclReduceScatter(in, out, countPerRank, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
   return record(describe("reduceScatter", countPerRank, dtypeName(dtype)));
