@@ -57,6 +57,19 @@ TEST(BucketPlan, RejectsBadArguments) {
   EXPECT_THROW(planBuckets({spec(1), gpu}, 16, 1), InvalidArgument);
 }
 
+TEST(BucketPlan, RejectsNonFloatTensorsNamingThem) {
+  for (DType dtype : {DType::kFloat64, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64}) {
+    try {
+      planBuckets({spec(1), spec(2, dtype)}, 16, 1);
+      FAIL() << dtypeName(dtype) << " must be rejected";
+    } catch (const InvalidArgument& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("tensor 1 (t)"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("dtype ") + dtypeName(dtype)), std::string::npos) << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bagua
 
