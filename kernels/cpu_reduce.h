@@ -1,5 +1,6 @@
 // Element-wise reductions of the collectives on CPU buffers, for every DType
-// and ReduceOp: the Gloo communicator's reduce callbacks.
+// and ReduceOp: the Gloo communicator's reduce callbacks, and the reference
+// of the CUDA slice reduction (reduce_slices_cuda.h).
 //
 // Arithmetic, per dtype:
 //   int8, uint8, int32, int64  in their own type; a sum or product that

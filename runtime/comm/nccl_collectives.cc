@@ -1,9 +1,11 @@
 // NcclCommunicator's collectives: NCCL's own where it has them (allreduce,
 // reduce, reduce-scatter, allgather), grouped ncclSend/ncclRecv for gather,
-// scatter, alltoall and alltoallv. Everything is enqueued on the
-// communicator's stream.
+// scatter, alltoall and alltoallv, and for the bitwise ops (which NCCL lacks)
+// a collection of every rank's slice followed by kernels::reduceSlices.
+// Everything is enqueued on the communicator's stream.
 #include <cstdint>
 
+#include "kernels/reduce_slices_cuda.h"
 #include "runtime/comm/nccl_communicator.h"
 #include "runtime/comm/op_args.h"
 #include "runtime/cuda/cuda_check.h"
@@ -33,7 +35,7 @@ ncclDataType_t ncclType(DType dtype) {
   BAGUA_THROW(InvalidArgument, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
-// NCCL's operator for a non-bitwise op.
+// NCCL's operator for a non-bitwise op (bitwise ops take enqueueBitwise).
 ncclRedOp_t ncclOp(ReduceOp op, int size) {
   switch (op) {
     case ReduceOp::kSum:
@@ -60,14 +62,34 @@ const uint8_t* bytesAt(const void* p, size_t offset) {
 
 uint8_t* bytesAt(void* p, size_t offset) { return static_cast<uint8_t*>(p) + offset; }
 
+// Makes `device` current for a scope: kernel launches and stream-ordered
+// allocations go to the current device, whatever thread calls.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    BAGUA_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) BAGUA_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 }  // namespace
 
 std::shared_ptr<Work> NcclCommunicator::allreduce(void* data, size_t count, DType dtype,
                                                   ReduceOp op) {
   checkUsable("allreduce");
   requireReduction("allreduce", dtype, op);
-  BAGUA_NCCL_CHECK(
-      ncclAllReduce(data, data, count, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
+  if (isBitwiseOp(op)) {
+    enqueueBitwise(Collect::kAllgather, data, data, count, dtype, op, -1);
+  } else {
+    BAGUA_NCCL_CHECK(
+        ncclAllReduce(data, data, count, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
+  }
   return record(describeElements("allreduce", count, dtype));
 }
 
@@ -77,8 +99,12 @@ std::shared_ptr<Work> NcclCommunicator::reduce(const void* in, void* out, size_t
   requireReduction("reduce", dtype, op);
   checkRoot("reduce", root, size_);
   checkRootBuffer("reduce", "out", out, count, rank_, root);
-  BAGUA_NCCL_CHECK(
-      ncclReduce(in, out, count, ncclType(dtype), ncclOp(op, size_), root, comm_, stream_));
+  if (isBitwiseOp(op)) {
+    enqueueBitwise(Collect::kGatherToRoot, in, out, count, dtype, op, root);
+  } else {
+    BAGUA_NCCL_CHECK(
+        ncclReduce(in, out, count, ncclType(dtype), ncclOp(op, size_), root, comm_, stream_));
+  }
   return record(describeElements("reduce", count, dtype));
 }
 
@@ -88,8 +114,12 @@ std::shared_ptr<Work> NcclCommunicator::reduceScatter(const void* in, void* out,
   checkUsable("reduceScatter");
   requireReduction("reduceScatter", dtype, op);
   checkElementCount("reduceScatter", countPerRank, dtype, size_);
-  BAGUA_NCCL_CHECK(
-      ncclReduceScatter(in, out, countPerRank, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
+  if (isBitwiseOp(op)) {
+    enqueueBitwise(Collect::kAlltoall, in, out, countPerRank, dtype, op, -1);
+  } else {
+    BAGUA_NCCL_CHECK(ncclReduceScatter(in, out, countPerRank, ncclType(dtype), ncclOp(op, size_),
+                                       comm_, stream_));
+  }
   return record(describeElements("reduceScatter", countPerRank, dtype));
 }
 
@@ -200,6 +230,32 @@ void NcclCommunicator::enqueueAlltoall(const void* in, void* out, size_t bytesPe
     BAGUA_NCCL_CHECK(ncclRecv(bytesAt(out, offset), bytesPerRank, ncclUint8, peer, comm_, stream_));
   }
   BAGUA_NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclCommunicator::enqueueBitwise(Collect how, const void* in, void* out, size_t count,
+                                      DType dtype, ReduceOp op, int root) {
+  checkElementCount("bitwise reduction", count, dtype, size_);
+  const size_t sliceBytes = count * dtypeSize(dtype);
+  if (sliceBytes == 0) return;
+  const bool reduces = how != Collect::kGatherToRoot || rank_ == root;
+  DeviceScope scope(device_);
+  // Stream-ordered scratch: freed on the stream after the kernel read it.
+  void* slices = nullptr;
+  if (reduces) BAGUA_CUDA_CHECK(cudaMallocAsync(&slices, sliceBytes * size_, stream_));
+  switch (how) {
+    case Collect::kAllgather:
+      BAGUA_NCCL_CHECK(ncclAllGather(in, slices, sliceBytes, ncclUint8, comm_, stream_));
+      break;
+    case Collect::kGatherToRoot:
+      enqueueGather(in, slices, sliceBytes, root);
+      break;
+    case Collect::kAlltoall:
+      enqueueAlltoall(in, slices, sliceBytes);
+      break;
+  }
+  if (!reduces) return;
+  BAGUA_CUDA_CHECK(kernels::reduceSlices(dtype, op, slices, count, size_, out, stream_));
+  BAGUA_CUDA_CHECK(cudaFreeAsync(slices, stream_));
 }
 
 }  // namespace bagua

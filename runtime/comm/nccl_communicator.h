@@ -15,9 +15,11 @@
 // src/device/reduce_kernel.h), which is the CPU path's rule, so it is used
 // as is.
 //
-// NCCL has no bitwise reductions: band/bor/bxor are an InvalidArgument here
-// for now. gather, scatter and alltoallv are grouped ncclSend/ncclRecv, the
-// rank's own block copied on the stream.
+// NCCL has no bitwise reductions: band/bor/bxor collect every rank's slice
+// into stream-ordered scratch memory (allreduce: allgather; reduce: gather to
+// the root; reduceScatter: alltoall) and reduce the slices with
+// kernels::reduceSlices. gather, scatter and alltoallv are grouped
+// ncclSend/ncclRecv, the rank's own block copied on the stream.
 // Setup, Work and point to point: nccl_communicator.cc; the collectives:
 // nccl_collectives.cc.
 #pragma once
@@ -81,9 +83,17 @@ class NcclCommunicator final : public Communicator {
  private:
   std::shared_ptr<Work> record(std::string what);
   void checkUsable(const char* op) const;
+  // How a bitwise reduction collects the size() slices it reduces.
+  enum class Collect { kAllgather, kGatherToRoot, kAlltoall };
+
   // Stream steps without a Work, shared by the collectives.
   void enqueueGather(const void* in, void* out, size_t bytesPerRank, int root);
   void enqueueAlltoall(const void* in, void* out, size_t bytesPerRank);
+  // Collects `count` elements from every rank (`how`) into scratch memory
+  // and reduces the slices with the bitwise `op` into `out` (the root's
+  // only, for kGatherToRoot).
+  void enqueueBitwise(Collect how, const void* in, void* out, size_t count, DType dtype,
+                      ReduceOp op, int root);
 
   int rank_;
   int size_;

@@ -1,9 +1,9 @@
 // GPU suite: NcclCommunicator's reductions for every dtype x op (allreduce,
-// reduce at every root, reduceScatter; not yet the bitwise ops), gather,
-// scatter, alltoallv, zero-size operations and argument errors, on 1 and 2
-// ranks, one forked rank per GPU (the parent never touches CUDA). Inputs are
-// small integers: results are exact. Skips when there are fewer GPUs than
-// ranks.
+// reduce at every root, reduceScatter; the bitwise ops through the slice
+// kernel), gather, scatter, alltoallv, zero-size operations and argument
+// errors, on 1 and 2 ranks, one forked rank per GPU (the parent never touches
+// CUDA). Inputs are small integers: results are exact. Skips when there are
+// fewer GPUs than ranks.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -87,7 +87,6 @@ TEST_P(NcclCollectives, ReductionsEveryDtypeAndOp) {
         const size_t n = 1001;
         for (DType dtype : allDTypes()) {
           for (ReduceOp op : opsFor(dtype)) {
-            if (isBitwiseOp(op)) continue;  // not on NCCL yet
             const std::string what = std::string(dtypeName(dtype)) + " " + reduceOpName(op);
             DeviceBytes data(inputBuffer(dtype, op, rank, n));
             comm->allreduce(data.get(), n, dtype, op)->wait(60s);
@@ -187,9 +186,9 @@ TEST_P(NcclCollectives, ZeroSizeOperationsCompleteAndBadArgumentsAreRejected) {
         auto comm = join(rank, size, store);
         const std::vector<size_t> zeros(size, 0);
         std::vector<std::shared_ptr<Work>> work = {
-            comm->allreduce(nullptr, 0, DType::kInt64, ReduceOp::kSum),
-            comm->reduce(nullptr, nullptr, 0, DType::kInt8, ReduceOp::kMax, size - 1),
-            comm->reduceScatter(nullptr, nullptr, 0, DType::kUInt8, ReduceOp::kProduct),
+            comm->allreduce(nullptr, 0, DType::kInt64, ReduceOp::kBxor),
+            comm->reduce(nullptr, nullptr, 0, DType::kInt8, ReduceOp::kBand, size - 1),
+            comm->reduceScatter(nullptr, nullptr, 0, DType::kUInt8, ReduceOp::kBor),
             comm->gather(nullptr, nullptr, 0, 0),
             comm->scatter(nullptr, nullptr, 0, size - 1),
             comm->alltoallv(nullptr, zeros, zeros, nullptr, zeros, zeros),
