@@ -141,12 +141,18 @@ class BaguaDistributedDataParallel(torch.nn.Module):
         if not t.is_contiguous():
             raise ValueError("bagua: cannot broadcast a non-contiguous tensor")
         if t.numel():
-            self._sync_stream()
-            self._group.broadcast(t.data_ptr(), t.numel() * t.element_size(), 0)
+            # CUDA: ordered on the current stream both ways, the host does not wait.
+            self._group.broadcast(t.data_ptr(), t.numel() * t.element_size(), 0,
+                                  self._current_stream())
+
+    def _current_stream(self):
+        if self._device.type == "cuda":
+            return torch.cuda.current_stream(self._device).cuda_stream
+        return 0
 
     def _sync_stream(self):
         if self._device.type == "cuda":
-            self._group.wait_stream(torch.cuda.current_stream(self._device).cuda_stream)
+            self._group.wait_stream(self._current_stream())
 
     def _hook_for(self, index):
         def hook(param):
