@@ -13,10 +13,11 @@ namespace {
 }
 
 void checkDType(const char* op, DType dtype) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
-    fail(op, "unknown dtype " + std::to_string(static_cast<int>(dtype)) +
-                 ", expected float32, float16 or bfloat16");
-  }
+  if (isAlgorithmDType(dtype)) return;
+  const std::string name = dtypeSize(dtype) != 0
+                               ? std::string("dtype ") + dtypeName(dtype)
+                               : "unknown dtype " + std::to_string(static_cast<int>(dtype));
+  fail(op, name + " is not supported, expected float32, float16 or bfloat16");
 }
 
 }  // namespace

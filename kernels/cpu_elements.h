@@ -36,7 +36,8 @@ struct CpuBFloat16 {
   static Bits fromFloat(float f) { return floatToBf16(f); }  // NaN -> 0x7fff
 };
 
-// Calls fn(Traits{}) with the traits of dtype.
+// Calls fn(Traits{}) with the traits of dtype, a float type (the callers
+// check it first: checkChunkArgs / checkElementArgs); does nothing for others.
 template <typename Fn>
 void dispatchCpu(DType dtype, Fn&& fn) {
   switch (dtype) {
@@ -48,6 +49,12 @@ void dispatchCpu(DType dtype, Fn&& fn) {
       return;
     case DType::kBFloat16:
       fn(CpuBFloat16{});
+      return;
+    case DType::kFloat64:
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt32:
+    case DType::kInt64:
       return;
   }
 }

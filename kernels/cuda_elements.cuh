@@ -86,7 +86,8 @@ inline unsigned blocksFor(size_t work, int limit) {
   return static_cast<unsigned>(need < 1 ? 1 : need < cap ? need : cap);
 }
 
-// Calls fn(Traits{}) with the device traits of dtype.
+// Calls fn(Traits{}) with the device traits of dtype, a float type (the
+// callers check it first); cudaErrorInvalidValue for others.
 template <typename Fn>
 cudaError_t dispatchGpu(DType dtype, Fn&& fn) {
   switch (dtype) {
@@ -96,6 +97,12 @@ cudaError_t dispatchGpu(DType dtype, Fn&& fn) {
       return fn(GpuFloat16{});
     case DType::kBFloat16:
       return fn(GpuBFloat16{});
+    case DType::kFloat64:
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt32:
+    case DType::kInt64:
+      break;
   }
   return cudaErrorInvalidValue;
 }

@@ -54,8 +54,9 @@
 // ... from 0.0f; rows are added pairwise by a tree), divided by n in fp32 when
 // averaging, rounded to the dtype. So results equal Bagua's bit for bit.
 //
-// Arguments: chunkElems >= 1, 1 <= nChunks <= 65535, target < nChunks;
-// invalid ones throw std::invalid_argument naming the value. Buffers must not
+// Arguments: dtype float32, float16 or bfloat16 (others, e.g. int32, throw),
+// chunkElems >= 1, 1 <= nChunks <= 65535, target < nChunks; invalid ones
+// throw std::invalid_argument naming the value. Buffers must not
 // overlap except where said.
 #pragma once
 

@@ -3,6 +3,8 @@
 // libtorch link); CUDA streams cross as integers (torch's cuda_stream).
 //
 //   ProcessGroup.gloo(store, rank, size, ...) / ProcessGroup.nccl(..., device)
+//     and its collectives: allreduce, reduce, broadcast, allgather, gather,
+//     scatter, reduce_scatter, alltoall, alltoall_v, send, recv, barrier
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
 //
@@ -53,6 +55,13 @@ NB_MODULE(_C, m) {
   bagua::python::bindRegistry(m);
   m.def("has_nccl", &bagua::python::hasNccl, "Whether this build has the NCCL (CUDA) path.");
 
+  // Collectives: dtype "float32", "float16", "bfloat16", "float64", "int8",
+  // "uint8", "int32", "int64"; op "sum", "product", "min", "max", "band",
+  // "bor", "bxor", "avg" ("mean"). A CPU group blocks until the operation is
+  // done; a CUDA group orders it on `stream` (an integer cudaStream_t, 0:
+  // the legacy default stream) and returns at once.
+  using PG = bagua::python::ProcessGroup;
+  const auto release = nb::call_guard<nb::gil_scoped_release>();
   nb::class_<bagua::python::ProcessGroup>(m, "ProcessGroup")
       .def_static("gloo", &bagua::python::ProcessGroup::gloo, "store"_a, "rank"_a, "size"_a,
                   "prefix"_a = "bagua/gloo", "iface"_a = "", "timeout_s"_a = 300.0,
@@ -63,14 +72,40 @@ NB_MODULE(_C, m) {
       .def_prop_ro("rank", &bagua::python::ProcessGroup::rank)
       .def_prop_ro("size", &bagua::python::ProcessGroup::size)
       .def_prop_ro("device", &bagua::python::ProcessGroup::deviceName)
-      .def("broadcast", &bagua::python::ProcessGroup::broadcast, "ptr"_a, "nbytes"_a, "root"_a,
-           nb::call_guard<nb::gil_scoped_release>(), "Broadcasts nbytes at ptr from root; waits.")
-      .def("allreduce", &bagua::python::ProcessGroup::allreduce, "ptr"_a, "count"_a, "dtype"_a,
-           "op"_a = "sum", nb::call_guard<nb::gil_scoped_release>(),
-           "Allreduces count elements of dtype in place (sum, avg, min, max); waits.")
-      .def("barrier", &bagua::python::ProcessGroup::barrier,
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("wait_stream", &bagua::python::ProcessGroup::waitStream, "stream"_a,
+      .def("allreduce", &PG::allreduce, "ptr"_a, "count"_a, "dtype"_a, "op"_a = "sum",
+           "stream"_a = 0, release,
+           "Reduces count elements of dtype in place across ranks with op.")
+      .def("reduce", &PG::reduce, "in_ptr"_a, "out_ptr"_a, "count"_a, "dtype"_a, "op"_a, "root"_a,
+           "stream"_a = 0, release,
+           "Reduces count elements of dtype into root's out_ptr (may equal in_ptr; other "
+           "ranks' buffers are not written, out_ptr may be 0 there).")
+      .def("broadcast", &PG::broadcast, "ptr"_a, "nbytes"_a, "root"_a, "stream"_a = 0, release,
+           "Copies nbytes at root's ptr to every rank's ptr.")
+      .def("allgather", &PG::allgather, "in_ptr"_a, "out_ptr"_a, "bytes_per_rank"_a, "stream"_a = 0,
+           release, "out_ptr receives size blocks, block r from rank r.")
+      .def("gather", &PG::gather, "in_ptr"_a, "out_ptr"_a, "bytes_per_rank"_a, "root"_a,
+           "stream"_a = 0, release,
+           "Root's out_ptr receives size blocks, block r from rank r (out_ptr may be 0 "
+           "elsewhere).")
+      .def("scatter", &PG::scatter, "in_ptr"_a, "out_ptr"_a, "bytes_per_rank"_a, "root"_a,
+           "stream"_a = 0, release,
+           "Block r of root's in_ptr lands in rank r's out_ptr (in_ptr may be 0 elsewhere).")
+      .def("reduce_scatter", &PG::reduceScatter, "in_ptr"_a, "out_ptr"_a, "count_per_rank"_a,
+           "dtype"_a, "op"_a, "stream"_a = 0, release,
+           "in_ptr holds size chunks of count_per_rank elements; chunk r of the reduction "
+           "lands in rank r's out_ptr.")
+      .def("alltoall", &PG::alltoall, "in_ptr"_a, "out_ptr"_a, "bytes_per_rank"_a, "stream"_a = 0,
+           release, "Block j of in_ptr goes to rank j; block j of out_ptr comes from rank j.")
+      .def("alltoall_v", &PG::alltoallV, "in_ptr"_a, "send_bytes"_a, "send_offsets"_a, "out_ptr"_a,
+           "recv_bytes"_a, "recv_offsets"_a, "stream"_a = 0, release,
+           "send_bytes[j] bytes at in_ptr + send_offsets[j] go to rank j; recv_bytes[j] bytes "
+           "from rank j land at out_ptr + recv_offsets[j] (one entry per rank).")
+      .def("send", &PG::send, "ptr"_a, "nbytes"_a, "peer"_a, "stream"_a = 0, release,
+           "Sends nbytes at ptr to rank peer (matched in order with its recv).")
+      .def("recv", &PG::recv, "ptr"_a, "nbytes"_a, "peer"_a, "stream"_a = 0, release,
+           "Receives nbytes from rank peer into ptr.")
+      .def("barrier", &PG::barrier, release, "Blocks until every rank entered the barrier.")
+      .def("wait_stream", &PG::waitStream, "stream"_a,
            "CUDA: later operations of the group wait for work already on `stream`.");
 
   nb::class_<bagua::python::PyReducer>(m, "Reducer")

@@ -11,7 +11,6 @@
 
 #if BAGUA_PYTHON_HAVE_NCCL
 #include "runtime/comm/nccl_communicator.h"
-#include "runtime/cuda/cuda_check.h"
 #include "runtime/ops/cuda_ops.h"
 #endif
 
@@ -21,14 +20,6 @@ namespace {
 std::chrono::milliseconds toMs(double seconds) {
   BAGUA_ENFORCE(seconds > 0, "timeout must be positive, got " + std::to_string(seconds));
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-}
-
-ReduceOp parseOp(const std::string& op) {
-  if (op == "sum") return ReduceOp::kSum;
-  if (op == "avg" || op == "mean") return ReduceOp::kAvg;
-  if (op == "min") return ReduceOp::kMin;
-  if (op == "max") return ReduceOp::kMax;
-  BAGUA_THROW(InvalidArgument, "unknown reduce op '" + op + "' (sum, avg, min, max)");
 }
 
 }  // namespace
@@ -51,8 +42,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int siz
   return group;
 #else
   (void)store, (void)rank, (void)size, (void)prefix, (void)iface, (void)timeoutS;
-  BAGUA_THROW(InvalidArgument, "this build of bagua has no Gloo support (CPU tensors); it was "
-                               "built without libgloo");
+  BAGUA_THROW(InvalidArgument,
+              "this build of bagua has no Gloo support (CPU tensors); it was "
+              "built without libgloo");
 #endif
 }
 
@@ -73,32 +65,6 @@ std::shared_ptr<ProcessGroup> ProcessGroup::nccl(Store& store, int rank, int siz
   BAGUA_THROW(InvalidArgument,
               "this build of bagua has no NCCL support (CUDA tensors); it was "
               "built without CUDA/NCCL");
-#endif
-}
-
-void ProcessGroup::broadcast(uintptr_t ptr, size_t nbytes, int root) {
-  comm_->broadcast(reinterpret_cast<void*>(ptr), nbytes, root)->wait(timeout_);
-}
-
-void ProcessGroup::allreduce(uintptr_t ptr, size_t count, const std::string& dtype,
-                             const std::string& op) {
-  comm_->allreduce(reinterpret_cast<void*>(ptr), count, parseDType(dtype), parseOp(op))
-      ->wait(timeout_);
-}
-
-void ProcessGroup::barrier() { comm_->barrier()->wait(timeout_); }
-
-void ProcessGroup::waitStream(uintptr_t stream) {
-#if BAGUA_PYTHON_HAVE_NCCL
-  auto* nccl = dynamic_cast<NcclCommunicator*>(comm_.get());
-  if (nccl == nullptr) return;  // CPU group: work is ordered by the host
-  cudaEvent_t event;
-  BAGUA_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  BAGUA_CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)));
-  nccl->waitEvent(event);
-  BAGUA_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait is done
-#else
-  (void)stream;
 #endif
 }
 

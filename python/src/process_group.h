@@ -1,12 +1,15 @@
 // The binding's view of libbagua: a ProcessGroup (a communicator and the
 // DeviceOps of its device) and a Reducer over it, with the types Python
-// passes (pointers as integers, dtype and op names as strings).
+// passes (pointers as integers, dtype and op names as strings). The
+// collectives of a ProcessGroup are in collectives.cc.
 #pragma once
 
 #include <cstdint>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -32,9 +35,31 @@ class ProcessGroup {
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }
   std::string deviceName() const { return comm_->device() == Device::kCpu ? "cpu" : "cuda"; }
-  void broadcast(uintptr_t ptr, size_t nbytes, int root);
-  void allreduce(uintptr_t ptr, size_t count, const std::string& dtype, const std::string& op);
+
+  // The collectives (collectives.cc). CPU group: each blocks until done
+  // (the group's timeout). CUDA group: each is ordered after the work on the
+  // caller's `stream` (a cudaStream_t as an integer, 0: the legacy default
+  // stream), and that stream's later work after it; the host does not wait.
+  void allreduce(uintptr_t ptr, size_t count, const std::string& dtype, const std::string& op,
+                 uintptr_t stream);
+  void reduce(uintptr_t in, uintptr_t out, size_t count, const std::string& dtype,
+              const std::string& op, int root, uintptr_t stream);
+  void broadcast(uintptr_t ptr, size_t nbytes, int root, uintptr_t stream);
+  void allgather(uintptr_t in, uintptr_t out, size_t bytesPerRank, uintptr_t stream);
+  void gather(uintptr_t in, uintptr_t out, size_t bytesPerRank, int root, uintptr_t stream);
+  void scatter(uintptr_t in, uintptr_t out, size_t bytesPerRank, int root, uintptr_t stream);
+  void reduceScatter(uintptr_t in, uintptr_t out, size_t countPerRank, const std::string& dtype,
+                     const std::string& op, uintptr_t stream);
+  void alltoall(uintptr_t in, uintptr_t out, size_t bytesPerRank, uintptr_t stream);
+  void alltoallV(uintptr_t in, const std::vector<size_t>& sendBytes,
+                 const std::vector<size_t>& sendOffsets, uintptr_t out,
+                 const std::vector<size_t>& recvBytes, const std::vector<size_t>& recvOffsets,
+                 uintptr_t stream);
+  void send(uintptr_t ptr, size_t nbytes, int peer, uintptr_t stream);
+  void recv(uintptr_t ptr, size_t nbytes, int peer, uintptr_t stream);
+  // Blocks until every rank entered it (both kinds of group).
   void barrier();
+  // CUDA: later operations of the group wait for the work already on `stream`.
   void waitStream(uintptr_t stream);
 
   std::shared_ptr<Communicator> comm() const { return comm_; }
@@ -42,9 +67,15 @@ class ProcessGroup {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
+  // Runs `enqueue` (one operation on comm_) with the ordering above: the one
+  // place where "stream in, stream out" happens.
+  void run(uintptr_t stream, const std::function<std::shared_ptr<Work>()>& enqueue);
+
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<DeviceOps> ops_;
   std::chrono::milliseconds timeout_{0};
+  std::mutex lastMutex_;
+  std::shared_ptr<Work> last_;  // CUDA: the latest operation, polled for errors
 };
 
 class PyReducer {

@@ -15,6 +15,7 @@ std::vector<BucketLayout> planBuckets(const std::vector<TensorSpec>& tensors, si
     BAGUA_ENFORCE(t.device == tensors[0].device,
                   "tensor " + std::to_string(i) + " (" + t.name +
                       ") is on a different device than tensor 0; one runtime serves one device");
+    requireAlgorithmDType("tensor " + std::to_string(i) + " (" + t.name + ")", t.dtype);
     bool fresh = buckets.empty() || buckets.back().dtype != t.dtype ||
                  buckets.back().numel * dtypeSize(t.dtype) >= bucketBytes;
     if (fresh) {

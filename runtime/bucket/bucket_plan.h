@@ -29,8 +29,8 @@ struct BucketLayout {
   size_t bytes() const { return paddedNumel * dtypeSize(dtype); }
 };
 
-// Throws InvalidArgument for bucketBytes == 0, alignElems == 0, or tensors
-// on different devices.
+// Throws InvalidArgument for bucketBytes == 0, alignElems == 0, tensors on
+// different devices, or a tensor that is not float32, float16 or bfloat16.
 std::vector<BucketLayout> planBuckets(const std::vector<TensorSpec>& tensors, size_t bucketBytes,
                                       size_t alignElems);
 

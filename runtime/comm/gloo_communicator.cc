@@ -1,25 +1,24 @@
-// GlooCommunicator: Gloo's options-based collectives on a worker thread.
+// GlooCommunicator: connection setup, the worker thread that runs every
+// operation in order, and point to point (the collectives:
+// gloo_collectives.cc).
 #include "runtime/comm/gloo_communicator.h"
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
-#include "runtime/comm/cpu_reduce.h"
+#include "runtime/comm/op_args.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
@@ -48,14 +47,6 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
   bagua::Store& store_;
   std::chrono::milliseconds timeout_;
 };
-
-std::string describe(const char* op, size_t count, DType dtype) {
-  return std::string(op) + " of " + std::to_string(count) + " " + dtypeName(dtype);
-}
-
-std::string describeBytes(const char* op, size_t bytes) {
-  return std::string(op) + " of " + std::to_string(bytes) + " bytes";
-}
 
 gloo::transport::tcp::attr deviceAttr(const std::string& iface) {
   gloo::transport::tcp::attr attr;
@@ -175,101 +166,13 @@ std::shared_ptr<Work> GlooCommunicator::enqueue(std::string what, std::function<
   return work;
 }
 
-std::shared_ptr<Work> GlooCommunicator::allreduce(void* data, size_t count, DType dtype,
-                                                  ReduceOp op) {
-  return enqueue(describe("allreduce", count, dtype), [this, data, count, dtype, op] {
-    if (count == 0) return;
-    gloo::AllreduceOptions opts(context_);
-    // The element type only tells Gloo the element size, so segments never
-    // split an element; the reduce function does the typed arithmetic.
-    if (dtypeSize(dtype) == 4) {
-      opts.setOutput(static_cast<float*>(data), count);
-    } else {
-      opts.setOutput(static_cast<uint16_t*>(data), count);
-    }
-    opts.setReduceFunction([dtype, op](void* out, const void* a, const void* b, size_t n) {
-      reduceElements(dtype, op, out, a, b, n);
-    });
-    opts.setTimeout(options_.timeout);
-    gloo::allreduce(opts);
-    if (op == ReduceOp::kAvg && size_ > 1) {
-      scaleElements(dtype, data, count, 1.0f / static_cast<float>(size_));
-    }
-  });
-}
-
-std::shared_ptr<Work> GlooCommunicator::reduceScatter(const void* in, void* out,
-                                                      size_t countPerRank, DType dtype,
-                                                      ReduceOp op) {
-  // Gloo 0.5 has no options-based reduce-scatter: allreduce a copy of the
-  // input and keep this rank's chunk (twice the traffic of a true
-  // reduce-scatter; fine for the CPU path).
-  return enqueue(
-      describe("reduceScatter", countPerRank, dtype), [this, in, out, countPerRank, dtype, op] {
-        size_t chunkBytes = countPerRank * dtypeSize(dtype);
-        if (chunkBytes == 0) return;
-        std::vector<uint8_t> all(static_cast<const uint8_t*>(in),
-                                 static_cast<const uint8_t*>(in) + chunkBytes * size_);
-        gloo::AllreduceOptions opts(context_);
-        if (dtypeSize(dtype) == 4) {
-          opts.setOutput(reinterpret_cast<float*>(all.data()), countPerRank * size_);
-        } else {
-          opts.setOutput(reinterpret_cast<uint16_t*>(all.data()), countPerRank * size_);
-        }
-        opts.setReduceFunction([dtype, op](void* o, const void* a, const void* b, size_t n) {
-          reduceElements(dtype, op, o, a, b, n);
-        });
-        opts.setTimeout(options_.timeout);
-        gloo::allreduce(opts);
-        std::memcpy(out, all.data() + chunkBytes * rank_, chunkBytes);
-        if (op == ReduceOp::kAvg && size_ > 1) {
-          scaleElements(dtype, out, countPerRank, 1.0f / static_cast<float>(size_));
-        }
-      });
-}
-
-std::shared_ptr<Work> GlooCommunicator::allgather(const void* in, void* out, size_t bytesPerRank) {
-  return enqueue(describeBytes("allgather", bytesPerRank), [this, in, out, bytesPerRank] {
-    if (bytesPerRank == 0) return;
-    gloo::AllgatherOptions opts(context_);
-    opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), bytesPerRank);
-    opts.setOutput(static_cast<uint8_t*>(out), bytesPerRank * size_);
-    opts.setTimeout(options_.timeout);
-    gloo::allgather(opts);
-  });
-}
-
-std::shared_ptr<Work> GlooCommunicator::alltoall(const void* in, void* out, size_t bytesPerRank) {
-  return enqueue(describeBytes("alltoall", bytesPerRank), [this, in, out, bytesPerRank] {
-    if (bytesPerRank == 0) return;
-    gloo::AlltoallOptions opts(context_);
-    opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), bytesPerRank * size_);
-    opts.setOutput(static_cast<uint8_t*>(out), bytesPerRank * size_);
-    opts.setTimeout(options_.timeout);
-    gloo::alltoall(opts);
-  });
-}
-
-std::shared_ptr<Work> GlooCommunicator::broadcast(void* data, size_t bytes, int root) {
-  BAGUA_ENFORCE(root >= 0 && root < size_, "broadcast: root " + std::to_string(root) +
-                                               " is not a rank of " + std::to_string(size_));
-  return enqueue(describeBytes("broadcast", bytes), [this, data, bytes, root] {
-    if (bytes == 0) return;
-    gloo::BroadcastOptions opts(context_);
-    opts.setOutput(static_cast<uint8_t*>(data), bytes);
-    opts.setRoot(root);
-    opts.setTimeout(options_.timeout);
-    gloo::broadcast(opts);
-  });
-}
-
 // Point-to-point slots: a prefix no Gloo collective uses, then the message's
 // sequence number on that (sender, receiver) pair, counted alike on both
 // sides (messages between two ranks match in order).
 constexpr uint64_t kP2pSlotPrefix = 0xBA6AULL << 48;
 
 std::shared_ptr<Work> GlooCommunicator::send(const void* data, size_t bytes, int peer) {
-  checkPeer(peer, "send");
+  checkPeer("send", peer, rank_, size_);
   uint64_t slot = kP2pSlotPrefix | sendSeq_[static_cast<size_t>(peer)]++;
   // The send is posted in order on the worker, but the worker does not wait
   // for it to complete (that would deadlock two ranks sending to each other
@@ -293,27 +196,13 @@ std::shared_ptr<Work> GlooCommunicator::send(const void* data, size_t bytes, int
 }
 
 std::shared_ptr<Work> GlooCommunicator::recv(void* data, size_t bytes, int peer) {
-  checkPeer(peer, "recv");
+  checkPeer("recv", peer, rank_, size_);
   uint64_t slot = kP2pSlotPrefix | recvSeq_[static_cast<size_t>(peer)]++;
   return enqueue(describeBytes("recv", bytes), [this, data, bytes, peer, slot] {
     auto buf = context_->createUnboundBuffer(data, bytes);
     buf->recv(peer, slot);
     buf->waitRecv(options_.timeout);
   });
-}
-
-std::shared_ptr<Work> GlooCommunicator::barrier() {
-  return enqueue("barrier", [this] {
-    gloo::BarrierOptions opts(context_);
-    opts.setTimeout(options_.timeout);
-    gloo::barrier(opts);
-  });
-}
-
-void GlooCommunicator::checkPeer(int peer, const char* op) const {
-  BAGUA_ENFORCE(peer >= 0 && peer < size_ && peer != rank_,
-                std::string(op) + ": peer " + std::to_string(peer) + " is not another rank of " +
-                    std::to_string(size_));
 }
 
 }  // namespace bagua

@@ -5,6 +5,13 @@
 // (ByteGrad's quantize steps between its collectives). Gloo reports a dead
 // peer or a timeout by throwing; the failing operation's Work carries it as a
 // CommError (TimeoutError for timeouts), and every later operation fails too.
+//
+// The collectives are Gloo's options-based algorithms (allreduce, reduce,
+// allgather, gather, scatter, alltoall, alltoallv, broadcast, barrier) with
+// the typed reductions of kernels/cpu_reduce.h; Gloo 0.5 has no options-based
+// reduce-scatter, so reduceScatter allreduces a copy and keeps its chunk.
+// Setup, the worker and point to point: gloo_communicator.cc; the
+// collectives: gloo_collectives.cc.
 #pragma once
 
 #include <cstdint>
@@ -52,10 +59,18 @@ class GlooCommunicator final : public Communicator {
   Device device() const override { return Device::kCpu; }
 
   std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
+  std::shared_ptr<Work> reduce(const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+                               int root) override;
   std::shared_ptr<Work> reduceScatter(const void* in, void* out, size_t countPerRank, DType dtype,
                                       ReduceOp op) override;
   std::shared_ptr<Work> allgather(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> gather(const void* in, void* out, size_t bytesPerRank, int root) override;
+  std::shared_ptr<Work> scatter(const void* in, void* out, size_t bytesPerRank, int root) override;
   std::shared_ptr<Work> alltoall(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> alltoallv(const void* in, const std::vector<size_t>& sendBytes,
+                                  const std::vector<size_t>& sendOffsets, void* out,
+                                  const std::vector<size_t>& recvBytes,
+                                  const std::vector<size_t>& recvOffsets) override;
   std::shared_ptr<Work> broadcast(void* data, size_t bytes, int root) override;
   std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) override;
   std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) override;
@@ -66,7 +81,6 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void run();
-  void checkPeer(int peer, const char* op) const;
 
   int rank_;
   int size_;

@@ -1,40 +1,16 @@
-// NcclCommunicator.
+// NcclCommunicator: setup, event-backed Work, abort, broadcast, point to
+// point and barrier (the other collectives: nccl_collectives.cc).
 #include "runtime/comm/nccl_communicator.h"
 
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "runtime/comm/op_args.h"
 #include "runtime/cuda/cuda_check.h"
 
 namespace bagua {
 namespace {
-
-ncclDataType_t ncclType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return ncclFloat32;
-    case DType::kFloat16:
-      return ncclFloat16;
-    case DType::kBFloat16:
-      return ncclBfloat16;
-  }
-  return ncclFloat32;
-}
-
-ncclRedOp_t ncclOp(ReduceOp op, int size) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kAvg:
-      return size == 1 ? ncclSum : ncclAvg;  // see the header: one-rank ncclAvg bug
-    case ReduceOp::kMin:
-      return ncclMin;
-    case ReduceOp::kMax:
-      return ncclMax;
-  }
-  return ncclSum;
-}
 
 // Completion of the stream work enqueued before it, through a CUDA event;
 // a timeout aborts the communicator so the stream drains with an error.
@@ -85,10 +61,6 @@ class EventWork final : public Work {
   std::chrono::milliseconds timeout_;
   cudaEvent_t event_ = nullptr;
 };
-
-std::string describe(const char* op, size_t count, const char* unit) {
-  return std::string(op) + " of " + std::to_string(count) + " " + unit;
-}
 
 }  // namespace
 
@@ -151,58 +123,25 @@ void NcclCommunicator::abort(const std::string& why) {
   comm_ = nullptr;
 }
 
-std::shared_ptr<Work> NcclCommunicator::allreduce(void* data, size_t count, DType dtype,
-                                                  ReduceOp op) {
-  checkUsable("allreduce");
-  BAGUA_NCCL_CHECK(
-      ncclAllReduce(data, data, count, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
-  return record(describe("allreduce", count, dtypeName(dtype)));
-}
-
-std::shared_ptr<Work> NcclCommunicator::reduceScatter(const void* in, void* out,
-                                                      size_t countPerRank, DType dtype,
-                                                      ReduceOp op) {
-  checkUsable("reduceScatter");
-  BAGUA_NCCL_CHECK(
-      ncclReduceScatter(in, out, countPerRank, ncclType(dtype), ncclOp(op, size_), comm_, stream_));
-  return record(describe("reduceScatter", countPerRank, dtypeName(dtype)));
-}
-
-std::shared_ptr<Work> NcclCommunicator::allgather(const void* in, void* out, size_t bytesPerRank) {
-  checkUsable("allgather");
-  BAGUA_NCCL_CHECK(ncclAllGather(in, out, bytesPerRank, ncclUint8, comm_, stream_));
-  return record(describe("allgather", bytesPerRank, "bytes"));
-}
-
-std::shared_ptr<Work> NcclCommunicator::alltoall(const void* in, void* out, size_t bytesPerRank) {
-  checkUsable("alltoall");
-  BAGUA_NCCL_CHECK(ncclGroupStart());
-  for (int peer = 0; peer < size_; ++peer) {
-    const auto* src = static_cast<const uint8_t*>(in) + bytesPerRank * static_cast<size_t>(peer);
-    auto* dst = static_cast<uint8_t*>(out) + bytesPerRank * static_cast<size_t>(peer);
-    BAGUA_NCCL_CHECK(ncclSend(src, bytesPerRank, ncclUint8, peer, comm_, stream_));
-    BAGUA_NCCL_CHECK(ncclRecv(dst, bytesPerRank, ncclUint8, peer, comm_, stream_));
-  }
-  BAGUA_NCCL_CHECK(ncclGroupEnd());
-  return record(describe("alltoall", bytesPerRank, "bytes"));
-}
-
 std::shared_ptr<Work> NcclCommunicator::broadcast(void* data, size_t bytes, int root) {
   checkUsable("broadcast");
+  checkRoot("broadcast", root, size_);
   BAGUA_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_));
-  return record(describe("broadcast", bytes, "bytes"));
+  return record(describeBytes("broadcast", bytes));
 }
 
 std::shared_ptr<Work> NcclCommunicator::send(const void* data, size_t bytes, int peer) {
   checkUsable("send");
+  checkPeer("send", peer, rank_, size_);
   BAGUA_NCCL_CHECK(ncclSend(data, bytes, ncclUint8, peer, comm_, stream_));
-  return record(describe("send", bytes, "bytes"));
+  return record(describeBytes("send", bytes));
 }
 
 std::shared_ptr<Work> NcclCommunicator::recv(void* data, size_t bytes, int peer) {
   checkUsable("recv");
+  checkPeer("recv", peer, rank_, size_);
   BAGUA_NCCL_CHECK(ncclRecv(data, bytes, ncclUint8, peer, comm_, stream_));
-  return record(describe("recv", bytes, "bytes"));
+  return record(describeBytes("recv", bytes));
 }
 
 std::shared_ptr<Work> NcclCommunicator::barrier() {

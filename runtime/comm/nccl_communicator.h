@@ -10,7 +10,18 @@
 //
 // ncclAvg is not used on a one-rank communicator (NCCL 2.27.5-2.29.6 give
 // wrong one-rank averages, NVIDIA/nccl#1950): there it is a sum, which for
-// one rank is the average.
+// one rank is the average. On integer dtypes ncclAvg divides the summed value
+// by the rank count truncating toward zero (FuncSumPostDiv in NCCL's
+// src/device/reduce_kernel.h), which is the CPU path's rule, so it is used
+// as is.
+//
+// NCCL has no bitwise reductions: band/bor/bxor collect every rank's slice
+// into stream-ordered scratch memory (allreduce: allgather; reduce: gather to
+// the root; reduceScatter: alltoall) and reduce the slices with
+// kernels::reduceSlices. gather, scatter and alltoallv are grouped
+// ncclSend/ncclRecv, the rank's own block copied on the stream.
+// Setup, Work and point to point: nccl_communicator.cc; the collectives:
+// nccl_collectives.cc.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "runtime/comm/communicator.h"
 #include "runtime/store/store.h"
@@ -43,10 +55,18 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream() const { return stream_; }
 
   std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
+  std::shared_ptr<Work> reduce(const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+                               int root) override;
   std::shared_ptr<Work> reduceScatter(const void* in, void* out, size_t countPerRank, DType dtype,
                                       ReduceOp op) override;
   std::shared_ptr<Work> allgather(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> gather(const void* in, void* out, size_t bytesPerRank, int root) override;
+  std::shared_ptr<Work> scatter(const void* in, void* out, size_t bytesPerRank, int root) override;
   std::shared_ptr<Work> alltoall(const void* in, void* out, size_t bytesPerRank) override;
+  std::shared_ptr<Work> alltoallv(const void* in, const std::vector<size_t>& sendBytes,
+                                  const std::vector<size_t>& sendOffsets, void* out,
+                                  const std::vector<size_t>& recvBytes,
+                                  const std::vector<size_t>& recvOffsets) override;
   std::shared_ptr<Work> broadcast(void* data, size_t bytes, int root) override;
   std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) override;
   std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) override;
@@ -63,6 +83,17 @@ class NcclCommunicator final : public Communicator {
  private:
   std::shared_ptr<Work> record(std::string what);
   void checkUsable(const char* op) const;
+  // How a bitwise reduction collects the size() slices it reduces.
+  enum class Collect { kAllgather, kGatherToRoot, kAlltoall };
+
+  // Stream steps without a Work, shared by the collectives.
+  void enqueueGather(const void* in, void* out, size_t bytesPerRank, int root);
+  void enqueueAlltoall(const void* in, void* out, size_t bytesPerRank);
+  // Collects `count` elements from every rank (`how`) into scratch memory
+  // and reduces the slices with the bitwise `op` into `out` (the root's
+  // only, for kGatherToRoot).
+  void enqueueBitwise(Collect how, const void* in, void* out, size_t count, DType dtype,
+                      ReduceOp op, int root);
 
   int rank_;
   int size_;

@@ -1,10 +1,11 @@
-// CpuOps: CPU reference kernels run as ordered tasks of the Gloo worker.
+// CpuOps: CPU reference kernels run as ordered tasks of the Gloo worker. The
+// dtype is checked before a step is enqueued: a kernel's error inside the
+// worker would fail every later operation of the communicator.
 #include "runtime/ops/cpu_ops.h"
 
 #include <cstring>
 #include <vector>
 
-#include "kernels/float_bits.h"
 #include "kernels/minmax_uint8.h"
 
 namespace bagua {
@@ -19,32 +20,6 @@ class HostBuffer final : public DeviceBuffer {
  private:
   std::vector<uint8_t> storage_;
 };
-
-float load(DType dtype, const void* p, size_t i) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return static_cast<const float*>(p)[i];
-    case DType::kFloat16:
-      return kernels::halfToFloat(static_cast<const uint16_t*>(p)[i]);
-    case DType::kBFloat16:
-      return kernels::bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
-  }
-  return 0;
-}
-
-void store(DType dtype, void* p, size_t i, float v) {
-  switch (dtype) {
-    case DType::kFloat32:
-      static_cast<float*>(p)[i] = v;
-      return;
-    case DType::kFloat16:
-      static_cast<uint16_t*>(p)[i] = kernels::floatToHalf(v);
-      return;
-    case DType::kBFloat16:
-      static_cast<uint16_t*>(p)[i] = kernels::floatToBf16(v);
-      return;
-  }
-}
 
 }  // namespace
 
@@ -64,18 +39,21 @@ void CpuOps::zero(void* dst, size_t bytes) {
 
 void CpuOps::compress(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
                       uint8_t* dst) {
+  requireAlgorithmDType("compress", dtype);
   comm_.enqueue("compress",
                 [=] { kernels::compressCpu(dtype, src, chunkElems, nChunks, target, dst); });
 }
 
 void CpuOps::decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
                         void* dst) {
+  requireAlgorithmDType("decompress", dtype);
   comm_.enqueue("decompress",
                 [=] { kernels::decompressCpu(dtype, src, chunkElems, nChunks, dst); });
 }
 
 void CpuOps::reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
                           bool average) {
+  requireAlgorithmDType("reduceChunks", dtype);
   comm_.enqueue("reduceChunks", [=] {
     kernels::reduceChunksCpu(dtype, data, chunkElems, nChunks, target, average);
   });
@@ -83,10 +61,8 @@ void CpuOps::reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunk
 
 void CpuOps::addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,
                        float alpha) {
-  comm_.enqueue("addScaled", [=] {
-    for (size_t i = 0; i < n; ++i)
-      store(dtype, out, i, load(dtype, a, i) + alpha * load(dtype, b, i));
-  });
+  requireAlgorithmDType("addScaled", dtype);
+  comm_.enqueue("addScaled", [=] { kernels::addScaledCpu(dtype, out, a, b, n, alpha); });
 }
 
 std::shared_ptr<Work> CpuOps::fence(std::string what) {

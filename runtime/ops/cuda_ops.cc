@@ -43,22 +43,26 @@ void CudaOps::zero(void* dst, size_t bytes) {
 
 void CudaOps::compress(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
                        uint8_t* dst) {
+  requireAlgorithmDType("compress", dtype);
   BAGUA_CUDA_CHECK(kernels::compress(dtype, src, chunkElems, nChunks, target, dst, comm_.stream()));
 }
 
 void CudaOps::decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
                          void* dst) {
+  requireAlgorithmDType("decompress", dtype);
   BAGUA_CUDA_CHECK(kernels::decompress(dtype, src, chunkElems, nChunks, dst, comm_.stream()));
 }
 
 void CudaOps::reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
                            bool average) {
+  requireAlgorithmDType("reduceChunks", dtype);
   BAGUA_CUDA_CHECK(
       kernels::reduceChunks(dtype, data, chunkElems, nChunks, target, average, comm_.stream()));
 }
 
 void CudaOps::addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,
                         float alpha) {
+  requireAlgorithmDType("addScaled", dtype);
   BAGUA_CUDA_CHECK(kernels::addScaled(dtype, out, a, b, n, alpha, comm_.stream()));
 }
 

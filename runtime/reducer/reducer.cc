@@ -23,6 +23,7 @@ Reducer::Reducer(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> 
                       (t.device == Device::kCpu ? "CPU" : "GPU") + " but the communicator is not");
     BAGUA_ENFORCE(t.data != nullptr || t.numel == 0,
                   "tensor " + std::to_string(i) + " (" + t.name + ") has no data");
+    requireAlgorithmDType("tensor " + std::to_string(i) + " (" + t.name + ")", t.dtype);
   }
   checkRegistrationConsistent(store, options_.storePrefix, comm_->rank(), comm_->size(), tensors_,
                               options_.timeout);

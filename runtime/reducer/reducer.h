@@ -35,7 +35,9 @@ class Reducer {
 
   // Plans buckets for `tensors` and sets the algorithm up. Every rank must
   // call it with the same tensors (same count, sizes and dtypes, in the same
-  // order); otherwise InvalidArgument names the first difference.
+  // order); otherwise InvalidArgument names the first difference. Tensors
+  // must be float32, float16 or bfloat16 (InvalidArgument otherwise, before
+  // any communication).
   Reducer(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> ops,
           std::shared_ptr<Algorithm> algorithm, std::vector<TensorSpec> tensors, Store& store,
           Options options);

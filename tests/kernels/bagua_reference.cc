@@ -124,6 +124,8 @@ uint32_t referenceFromFloat(DType dtype, float f) {
     }
     case DType::kBFloat16:
       return toBf16(f);
+    default:  // the quantization takes the three float types only
+      break;
   }
   return 0;
 }
@@ -144,6 +146,8 @@ float referenceToFloat(DType dtype, uint32_t bits) {
     }
     case DType::kBFloat16:
       return rawToFloat(bits << 16);
+    default:  // the quantization takes the three float types only
+      break;
   }
   return 0.0f;
 }

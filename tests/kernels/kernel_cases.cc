@@ -25,6 +25,8 @@ void storeFloat(DType dtype, std::vector<uint8_t>& bytes, size_t i, float v) {
       std::memcpy(bytes.data() + 2 * i, &h, 2);
       return;
     }
+    default:  // cases are of the three float types only
+      return;
   }
 }
 
@@ -164,6 +166,8 @@ float elementAt(DType dtype, const void* data, size_t i) {
       return halfToFloat(static_cast<uint16_t>(b));
     case DType::kBFloat16:
       return bf16ToFloat(static_cast<uint16_t>(b));
+    default:  // cases are of the three float types only
+      break;
   }
   return std::numeric_limits<float>::quiet_NaN();
 }

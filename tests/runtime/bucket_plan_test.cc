@@ -57,6 +57,19 @@ TEST(BucketPlan, RejectsBadArguments) {
   EXPECT_THROW(planBuckets({spec(1), gpu}, 16, 1), InvalidArgument);
 }
 
+TEST(BucketPlan, RejectsNonFloatTensorsNamingThem) {
+  for (DType dtype : {DType::kFloat64, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64}) {
+    try {
+      planBuckets({spec(1), spec(2, dtype)}, 16, 1);
+      FAIL() << dtypeName(dtype) << " must be rejected";
+    } catch (const InvalidArgument& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("tensor 1 (t)"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("dtype ") + dtypeName(dtype)), std::string::npos) << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bagua
 
@@ -67,14 +80,55 @@ TEST(DTypes, SupportedNamesParse) {
   EXPECT_EQ(parseDType("float32"), DType::kFloat32);
   EXPECT_EQ(parseDType("half"), DType::kFloat16);
   EXPECT_EQ(parseDType("bf16"), DType::kBFloat16);
+  EXPECT_EQ(parseDType("float64"), DType::kFloat64);
+  EXPECT_EQ(parseDType("int8"), DType::kInt8);
+  EXPECT_EQ(parseDType("uint8"), DType::kUInt8);
+  EXPECT_EQ(parseDType("int32"), DType::kInt32);
+  EXPECT_EQ(parseDType("int64"), DType::kInt64);
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt8,
+                  DType::kUInt8, DType::kInt32, DType::kInt64}) {
+    EXPECT_EQ(parseDType(dtypeName(d)), d) << "dtypeName and parseDType agree";
+  }
+  EXPECT_EQ(dtypeSize(DType::kUInt8), 1u);
+  EXPECT_EQ(dtypeSize(DType::kBFloat16), 2u);
+  EXPECT_EQ(dtypeSize(DType::kInt32), 4u);
+  EXPECT_EQ(dtypeSize(DType::kFloat64), 8u);
 }
 
 TEST(DTypes, UnsupportedDtypeIsAClearError) {
   try {
-    parseDType("int64");
-    FAIL() << "int64 must be rejected";
+    parseDType("int16");
+    FAIL() << "int16 must be rejected";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("unsupported dtype 'int64'"), std::string::npos)
+    std::string what = e.what();
+    EXPECT_NE(what.find("unsupported dtype 'int16'"), std::string::npos) << what;
+    EXPECT_NE(what.find("float64, int8, uint8, int32 and int64"), std::string::npos) << what;
+  }
+}
+
+TEST(ReduceOps, NamesParseAndRoundTrip) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
+                      ReduceOp::kProduct, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
+    EXPECT_EQ(parseReduceOp(reduceOpName(op)), op);
+  }
+  EXPECT_EQ(parseReduceOp("mean"), ReduceOp::kAvg);
+  try {
+    parseReduceOp("land");
+    FAIL() << "land must be rejected";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown reduce op 'land'"), std::string::npos);
+  }
+}
+
+TEST(ReduceOps, BitwiseOnAFloatDtypeIsAClearError) {
+  EXPECT_NO_THROW(requireReduction("allreduce", DType::kInt32, ReduceOp::kBxor));
+  EXPECT_NO_THROW(requireReduction("allreduce", DType::kFloat32, ReduceOp::kProduct));
+  try {
+    requireReduction("allreduce", DType::kFloat32, ReduceOp::kBand);
+    FAIL() << "band on float32 must be rejected";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("bitwise reductions need an integer dtype, got float32"),
+              std::string::npos)
         << e.what();
   }
 }

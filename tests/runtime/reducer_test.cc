@@ -2,8 +2,8 @@
 // exact against a reference; ByteGrad equal to the CPU reference of the same
 // quantization and bit-identical on every rank; many buckets, sizes not
 // divisible by the world size, tiny and empty tensors, out-of-order ready
-// marks; bad input (mismatched registration, double marks) and a dead rank
-// give clear errors within a bound.
+// marks; bad input (mismatched registration, non-float tensors, double
+// marks) and a dead rank give clear errors within a bound.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -125,8 +125,8 @@ TEST_P(ReducerRanks, ByteGradMatchesTheReferenceBitForBitOnEveryRank) {
       std::vector<float> want = bytegradReference(inputs, size);
       for (const BucketSlot& slot : b.slots) {
         const std::vector<float>& got = s.grads[slot.tensor];
-        check(got.empty() ||
-                  std::memcmp(got.data(), want.data() + slot.offset, got.size() * sizeof(float)) == 0,
+        check(got.empty() || std::memcmp(got.data(), want.data() + slot.offset,
+                                         got.size() * sizeof(float)) == 0,
               "tensor " + std::to_string(slot.tensor) + " differs from the reference");
       }
     }
@@ -204,6 +204,25 @@ TEST(ReducerErrors, MismatchedRegistrationIsNamed) {
       std::string m = e.what();
       check(m.find("tensor 3 (t3)") != std::string::npos && m.find("1000") != std::string::npos &&
                 m.find("999") != std::string::npos,
+            m);
+      return 0;
+    }
+    return 5;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(ReducerErrors, NonFloatTensorsAreRejectedBeforeCommunicating) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store);
+    s.specs[4].dtype = DType::kInt32;  // on every rank: no registration mismatch
+    try {
+      Reducer reducer(s.comm, s.ops, std::make_shared<GradientAllreduce>(), s.specs, store,
+                      smallBuckets());
+    } catch (const InvalidArgument& e) {
+      std::string m = e.what();
+      check(m.find("tensor 4 (t4)") != std::string::npos &&
+                m.find("dtype int32 is not supported") != std::string::npos,
             m);
       return 0;
     }

@@ -27,7 +27,7 @@ TEST(Registry, ListsBaguasSixAlgorithmsInTheOriginalOrder) {
   EXPECT_THAT(names, ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized",
                                             "low_precision_decentralized", "qadam", "async"));
   EXPECT_THAT(AlgorithmRegistry::global().available(),
-              ::testing::ElementsAre("gradient_allreduce", "bytegrad"));
+              ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized", "qadam"));
 }
 
 TEST(Registry, ResolveFillsDefaultsAndKeepsGivenValues) {
@@ -40,7 +40,7 @@ TEST(Registry, ResolveFillsDefaultsAndKeepsGivenValues) {
 TEST(Registry, AnIntIsAcceptedWhereAFloatIsExpectedButNothingElseConverts) {
   AlgorithmRegistry registry;
   registry.add({"toy", "a test entry", Communicates::kGradients, Trigger::kTensorReady,
-                {{"rate", 0.5, "a float"}, {"steps", int64_t{3}, "an int"}}, {}});
+                {{"rate", 0.5, "a float"}, {"steps", int64_t{3}, "an int"}}, {}, {}});
   EXPECT_DOUBLE_EQ(optionDouble(registry.resolve("toy", {{"rate", int64_t{2}}}), "rate"), 2.0);
   EXPECT_THAT(messageOf([&] { registry.resolve("toy", {{"steps", 1.5}}); }),
               HasSubstr("option 'steps' of algorithm 'toy' expects int, got float"));
@@ -58,12 +58,13 @@ TEST(Registry, UnknownOptionNamesTheAlgorithmsOptions) {
 TEST(Registry, UnknownNameListsWhatIsAvailable) {
   EXPECT_THROW(AlgorithmRegistry::global().find("nope"), InvalidArgument);
   EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().find("nope"); }),
-              HasSubstr("unknown algorithm 'nope'; available: gradient_allreduce, bytegrad"));
+              HasSubstr("unknown algorithm 'nope'; available: gradient_allreduce, bytegrad, "
+                        "decentralized, qadam"));
 }
 
 TEST(Registry, AnAlgorithmNotBuiltYetIsNotAvailableNamingWhatIs) {
-  EXPECT_THROW(AlgorithmRegistry::global().create("qadam", {}), NotAvailable);
-  EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().create("qadam", {}); }),
+  EXPECT_THROW(AlgorithmRegistry::global().create("async", {}), NotAvailable);
+  EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().create("async", {}); }),
               HasSubstr("not available in this version yet; available: gradient_allreduce, "
                         "bytegrad"));
 }
@@ -77,10 +78,19 @@ TEST(Registry, CreateBuildsTheNamedAlgorithm) {
                "gradient_allreduce");
 }
 
+TEST(Registry, ValidationNamesTheOptionAndTheAllowedValues) {
+  const auto& r = AlgorithmRegistry::global();
+  EXPECT_THAT(messageOf([&] { r.resolve("decentralized", {{"peer_selection_mode", std::string("ring")}}); }),
+              HasSubstr("peer_selection_mode must be 'all' or 'shift_one', got 'ring'"));
+  EXPECT_THAT(messageOf([&] { r.resolve("decentralized", {{"communication_interval", int64_t{0}}}); }),
+              HasSubstr("communication_interval must be at least 1, got 0"));
+  EXPECT_NO_THROW(r.resolve("decentralized", {{"peer_selection_mode", std::string("shift_one")}}));
+}
+
 TEST(Registry, ADuplicateNameIsRefused) {
   AlgorithmRegistry registry;
-  registry.add({"x", "", Communicates::kGradients, Trigger::kTensorReady, {}, {}});
-  EXPECT_THROW(registry.add({"x", "", Communicates::kWeights, Trigger::kBackground, {}, {}}),
+  registry.add({"x", "", Communicates::kGradients, Trigger::kTensorReady, {}, {}, {}});
+  EXPECT_THROW(registry.add({"x", "", Communicates::kWeights, Trigger::kBackground, {}, {}, {}}),
                InvalidArgument);
 }
 
