@@ -46,7 +46,15 @@ def resolve_options(name, options):
     Unknown option names and wrong types raise ValueError naming them."""
     from . import _C
 
-    entry(name)
+    e = entry(name)
+    schema = {o["name"]: o for o in e["options"]}
+    for key, value in options.items():
+        if key not in schema:
+            raise ValueError(f"algorithm {name!r} has no option {key!r}; its options: "
+                             f"{', '.join(schema) or 'none'}")
+        if not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"option {key!r} of algorithm {name!r} expects "
+                             f"{schema[key]['type']}, got {type(value).__name__}")
     return dict(_C.check_algorithm_options(name, dict(options)))
 
 

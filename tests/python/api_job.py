@@ -162,9 +162,18 @@ def case_sync_bn(rank, out):
     out["is_sync"] = isinstance(sync_bn, SyncBatchNorm)
 
 
+class WithUnused(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = model()
+        self.extra = torch.nn.Linear(2, 2)  # never used: needs find_unused_parameters
+
+    def forward(self, x):
+        return self.body(x)
+
+
 def case_ddp_args(rank, out):
-    net = model()
-    net.extra = torch.nn.Linear(2, 2)  # never used: needs find_unused_parameters
+    net = WithUnused()
     wrapped = DistributedDataParallel(net, device_ids=None, bucket_cap_mb=0.0001,
                                       find_unused_parameters=True, algorithm="bytegrad",
                                       average=True)

@@ -16,7 +16,7 @@ def test_every_primitive_dtype_and_op(outdir, nproc):
     assert run.returncode == 0, run.stderr[-4000:]
     for r in load_ranks(prefix, nproc):
         assert r["failures"] == [], r["failures"][:10]
-        assert r["count"] > 300
+        assert r["count"] > 250
 
 
 @pytest.mark.parametrize("kind,message", [
