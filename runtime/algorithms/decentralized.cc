@@ -36,15 +36,19 @@ std::shared_ptr<Work> Decentralized::communicate(BucketContext& bucket) {
   }
   BAGUA_ENFORCE(bucket.index < pair_.size(), "decentralized: communicate() before setup()");
   int peer = shiftOnePeer(comm.rank(), comm.size(), bucket.step);
-  if (peer == comm.rank()) return ops.fence(what + " (no peer this step)");
   const size_t n = static_cast<size_t>(comm.size());
   const size_t bytes = layout.bytes();
   auto* pair = static_cast<uint8_t*>(pair_[bucket.index]->data());
-  std::vector<size_t> sendBytes(n, 0), recvBytes(n, 0), zeros(n, 0), recvAt(n, bytes);
-  sendBytes[static_cast<size_t>(peer)] = bytes;
-  recvBytes[static_cast<size_t>(peer)] = bytes;
+  std::vector<size_t> sendBytes(n, 0), recvBytes(n, 0), zeros(n, 0), recvAt(n, 0);
+  if (peer != comm.rank()) {
+    sendBytes[static_cast<size_t>(peer)] = bytes;
+    recvBytes[static_cast<size_t>(peer)] = bytes;
+  }
+  // Every rank enters the exchange (a collective on Gloo), even one that
+  // sits this step out (odd worlds): it sends and receives nothing.
+  comm.alltoallv(bucket.data, sendBytes, zeros, pair + bytes, recvBytes, recvAt);
+  if (peer == comm.rank()) return ops.fence(what + " (no peer this step)");
   ops.copy(pair, bucket.data, bytes);
-  comm.alltoallv(bucket.data, sendBytes, zeros, pair, recvBytes, recvAt);
   ops.reduceChunks(layout.dtype, pair, layout.paddedNumel, 2, 0, /*average=*/true);
   ops.copy(bucket.data, pair, bytes);
   return ops.fence(what + " with rank " + std::to_string(peer));

@@ -50,5 +50,9 @@ class NativeBackend:
         value = self._tensors[index].bagua_getter_closure()
         self.reducer.mark_ready(index, value.data_ptr())
 
+    def mark_all_ready(self):
+        """Every tensor is ready (at its registered data pointer)."""
+        self.reducer.mark_all_ready()
+
     def wait_pending_comm_ops(self):
         self.reducer.wait()
