@@ -15,12 +15,12 @@
 #include "net_plugin/api/api.h"
 #include "net_plugin/api/boundary.h"
 #include "net_plugin/api/registry.h"
-#include "net_plugin/core/connector.h"
-#include "net_plugin/core/listener.h"
-#include "net_plugin/core/plugin_state.h"
-#include "net_plugin/core/recv_comm.h"
-#include "net_plugin/core/send_comm.h"
-#include "net_plugin/core/zero_copy_stats.h"
+#include "net_plugin/transport/connector.h"
+#include "net_plugin/transport/listener.h"
+#include "net_plugin/transport/plugin_state.h"
+#include "net_plugin/transport/recv_comm.h"
+#include "net_plugin/transport/send_comm.h"
+#include "net_plugin/transport/zero_copy_stats.h"
 
 namespace bagua::net::api {
 namespace {

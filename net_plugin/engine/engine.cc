@@ -8,8 +8,8 @@
 #include <cstring>
 #include <system_error>
 
-#include "net_plugin/core/log.h"
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/status.h"
 
 namespace bagua::net {
 

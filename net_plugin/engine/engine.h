@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "net_plugin/core/params.h"
+#include "net_plugin/base/params.h"
 
 namespace bagua::net {
 

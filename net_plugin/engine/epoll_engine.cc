@@ -22,9 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "net_plugin/core/log.h"
-#include "net_plugin/core/socket_util.h"
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/socket_util.h"
+#include "net_plugin/base/status.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/engine/task_queue.h"
 

@@ -2,7 +2,7 @@
 // /proc/self/cgroup and mountinfo parsing, the quota walk up a cgroup tree
 // (built in a temporary directory), and the affinity mask (narrowed with
 // sched_setaffinity) reaching the engine's automatic thread count and spin.
-#include "net_plugin/core/cpu_budget.h"
+#include "net_plugin/base/cpu_budget.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -16,7 +16,7 @@
 #include <iterator>
 #include <string>
 
-#include "net_plugin/core/plugin_state.h"
+#include "net_plugin/transport/plugin_state.h"
 
 namespace bagua::net {
 namespace {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "net_plugin/core/params.h"
+#include "net_plugin/base/params.h"
 
 namespace bagua::net {
 namespace {

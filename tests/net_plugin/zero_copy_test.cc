@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
-#include "net_plugin/core/params.h"
-#include "net_plugin/core/plugin_state.h"
-#include "net_plugin/core/zero_copy_stats.h"
+#include "net_plugin/base/params.h"
+#include "net_plugin/transport/plugin_state.h"
+#include "net_plugin/transport/zero_copy_stats.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {
