@@ -18,18 +18,19 @@
 #include "net_plugin/base/status.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/transport/request.h"
+#include "net_plugin/transport/stream_owner.h"
 
 namespace bagua::net {
 
 class Stream;
 
-class Comm {
+class Comm : public StreamOwner {
  public:
   static constexpr uint32_t kMagic = 0x4d4d4f43;  // "COMM"
   enum class Kind : uint8_t { kSend, kRecv };
 
   Comm(Kind kind, std::string peer, std::shared_ptr<Engine> engine);
-  virtual ~Comm();
+  ~Comm() override;
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
@@ -55,7 +56,7 @@ class Comm {
   bool close();
 
   // Called by a stream on its worker once it is detached and its fd closed.
-  void streamClosed();
+  void streamClosed() override;
 
  protected:
   // Adds the comm's streams, spread over the engine's workers, and starts them.

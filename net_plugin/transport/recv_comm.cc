@@ -163,8 +163,8 @@ void RecvStream::onEof() {
     return;
   }
   state_ = State::kFailed;
-  comm_->fail(Status::kRemoteError,
-              "the peer closed stream " + std::to_string(index_) + " in the middle of a chunk");
+  recvComm_->fail(Status::kRemoteError,
+                  "the peer closed stream " + std::to_string(index_) + " in the middle of a chunk");
 }
 
 void RecvStream::onRecvDone(int result) {
@@ -179,7 +179,7 @@ void RecvStream::onRecvDone(int result) {
     int err = -result;
     Status status = (err == ECONNRESET || err == ETIMEDOUT || err == EPIPE) ? Status::kRemoteError
                                                                             : Status::kSystemError;
-    comm_->fail(status, errnoMessage("receive on stream " + std::to_string(index_), err));
+    recvComm_->fail(status, errnoMessage("receive on stream " + std::to_string(index_), err));
     return;
   }
   size_t n = static_cast<size_t>(result);
@@ -205,7 +205,7 @@ void RecvStream::parseHeader() {
   std::string why;
   if (!parseChunkHeader(headerBytes_, sizeof(headerBytes_), &header_, &why)) {
     state_ = State::kFailed;
-    comm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
+    recvComm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
     return;
   }
   place();

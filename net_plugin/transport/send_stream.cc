@@ -130,7 +130,7 @@ void SendStream::submit() {
 void SendStream::fail(int err) {
   Status status = (err == EPIPE || err == ECONNRESET || err == ETIMEDOUT) ? Status::kRemoteError
                                                                           : Status::kSystemError;
-  comm_->fail(status, errnoMessage("send on stream " + std::to_string(index_), err));
+  sendComm_->fail(status, errnoMessage("send on stream " + std::to_string(index_), err));
 }
 
 void SendStream::credit(const Chunk& chunk) {

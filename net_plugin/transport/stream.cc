@@ -3,8 +3,6 @@
 
 #include <sys/socket.h>
 
-#include "net_plugin/transport/comm.h"
-
 namespace bagua::net {
 
 void Stream::start() { worker_->attach(fd_.get(), this); }
@@ -30,7 +28,7 @@ bool Stream::settleAfterIo() {
 void Stream::settleAfterRelease() {
   if (closed_ && !reportedClosed_ && !kernelHoldsBuffers()) {
     reportedClosed_ = true;
-    comm_->streamClosed();  // the comm may delete this stream from here on
+    owner_->streamClosed();  // the owner may delete this stream from here on
   }
 }
 

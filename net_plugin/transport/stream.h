@@ -5,15 +5,14 @@
 
 #include "net_plugin/base/socket_util.h"
 #include "net_plugin/engine/engine.h"
+#include "net_plugin/transport/stream_owner.h"
 
 namespace bagua::net {
 
-class Comm;
-
 class Stream : public IoHandler {
  public:
-  Stream(Comm* comm, int index, Fd fd, Worker* worker)
-      : comm_(comm), index_(index), fd_(std::move(fd)), worker_(worker) {}
+  Stream(StreamOwner* owner, int index, Fd fd, Worker* worker)
+      : owner_(owner), index_(index), fd_(std::move(fd)), worker_(worker) {}
 
   Worker& worker() { return *worker_; }
   int index() const { return index_; }
@@ -21,7 +20,7 @@ class Stream : public IoHandler {
   // Attaches the fd to the worker and begins (receive streams post a read).
   virtual void start();
   // Stops: shuts the socket down and cancels pending I/O, then closes once
-  // nothing is pending, telling the comm through Comm::streamClosed().
+  // nothing is pending, telling the owner through StreamOwner::streamClosed().
   void beginClose();
 
  protected:
@@ -35,7 +34,7 @@ class Stream : public IoHandler {
   // Called when the kernel released the last held buffer of a closed stream.
   void settleAfterRelease();
 
-  Comm* comm_;
+  StreamOwner* owner_;
   int index_;
   Fd fd_;
   Worker* worker_;
@@ -43,7 +42,7 @@ class Stream : public IoHandler {
   bool recvPending_ = false;
   bool timerPending_ = false;
   bool closing_ = false;
-  bool closed_ = false;  // fd closed; the comm is told once buffers are released
+  bool closed_ = false;  // fd closed; the owner is told once buffers are released
   bool reportedClosed_ = false;
 
  private:
