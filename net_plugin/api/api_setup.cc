@@ -2,14 +2,9 @@
 // listen/connect/accept and the closes.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "net_plugin/api/api.h"
@@ -17,6 +12,7 @@
 #include "net_plugin/api/registry.h"
 #include "net_plugin/transport/connector.h"
 #include "net_plugin/transport/listener.h"
+#include "net_plugin/transport/pending_connects.h"
 #include "net_plugin/transport/plugin_state.h"
 #include "net_plugin/transport/recv_comm.h"
 #include "net_plugin/transport/send_comm.h"
@@ -46,117 +42,11 @@ int streamsFor(const ListenHandle& handle, const Context* ctx) {
   return std::clamp((target + flows - 1) / flows, 1, most);
 }
 
-// connect() state between calls, keyed by the id written into the handle.
-//
-// NCCL polls a connect until it returns a comm or fails. One it stops polling
-// (a communicator aborted during setup) would keep its sockets until exit, so
-// an entry also ends with its v11 context (finalizeContext), and the
-// process's next connect() closes any entry that is past its deadline and has
-// not been polled for abandonAfter(). A poll that still comes for a closed
-// entry gets the timeout error it would have got (ncclRemoteError).
-class PendingConnects {
- public:
-  using Clock = Connector::Clock;
-
-  static PendingConnects& get() {
-    static PendingConnects pending;
-    return pending;
-  }
-  uint64_t add(std::unique_ptr<Connector> connector, const void* ctx) {
-    std::vector<std::shared_ptr<Connector>> closed;
-    uint64_t id = randomToken();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      closed = takeAbandonedLocked(Clock::now());
-      connectors_[id] = Entry{std::move(connector), ctx, Clock::now()};
-    }
-    for (const auto& c : closed) {
-      BAGUA_INFO(NCCL_NET,
-                 "closed an abandoned connect to %s (not polled for %lld ms past its "
-                 "BAGUA_NET_CONNECT_TIMEOUT_MS deadline)",
-                 c->peer().c_str(), static_cast<long long>(abandonAfter().count()));
-    }
-    return id;  // `closed` releases the sockets here, outside the lock
-  }
-  // nullptr when `id` is unknown (a corrupted handle). Throws the timeout
-  // error for a connect closed as abandoned. Shared: another thread's add()
-  // may close an entry while its caller is still inside progress().
-  std::shared_ptr<Connector> find(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = connectors_.find(id);
-    if (it != connectors_.end()) {
-      it->second.lastPolled = Clock::now();
-      return it->second.connector;
-    }
-    for (const auto& [closedId, peer] : abandoned_) {
-      if (closedId == id) {
-        throw NetError(Status::kRemoteError,
-                       "could not connect to " + peer + " within " +
-                           std::to_string(params().connectTimeoutMs) +
-                           " ms (BAGUA_NET_CONNECT_TIMEOUT_MS); the connect was closed as "
-                           "abandoned after it went unpolled");
-      }
-    }
-    return nullptr;
-  }
-  void remove(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    connectors_.erase(id);
-  }
-  // Closes the connects started with `ctx` (NCCL finalizes a context only
-  // after its proxy stopped calling connect for it); returns how many.
-  size_t removeContext(const void* ctx) {
-    std::vector<std::shared_ptr<Connector>> closed;  // released after the lock
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::erase_if(connectors_, [&](const auto& e) {
-      if (e.second.ctx != ctx) return false;
-      closed.push_back(e.second.connector);
-      return true;
-    });
-    return closed.size();
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return connectors_.size();
-  }
-
- private:
-  struct Entry {
-    std::shared_ptr<Connector> connector;
-    const void* ctx;  // the v11 context, or NULL
-    Clock::time_point lastPolled;
-  };
-  static constexpr size_t kAbandonedKept = 256;  // ids remembered for a late poll
-
-  // How long an entry must be both past its deadline and unpolled before it
-  // is closed: the connect timeout, at least 1 s. NCCL polls a live connect
-  // continuously, so only a stalled or aborted caller stays away that long.
-  static std::chrono::milliseconds abandonAfter() {
-    return std::max(std::chrono::milliseconds(params().connectTimeoutMs),
-                    std::chrono::milliseconds(1000));
-  }
-
-  std::vector<std::shared_ptr<Connector>> takeAbandonedLocked(Clock::time_point now) {
-    std::vector<std::shared_ptr<Connector>> closed;
-    auto grace = abandonAfter();
-    for (auto it = connectors_.begin(); it != connectors_.end();) {
-      const Entry& e = it->second;
-      if (now > e.connector->deadline() + grace && now > e.lastPolled + grace) {
-        abandoned_.emplace_back(it->first, e.connector->peer());
-        if (abandoned_.size() > kAbandonedKept) abandoned_.pop_front();
-        closed.push_back(e.connector);
-        it = connectors_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return closed;
-  }
-
-  std::mutex mutex_;
-  std::map<uint64_t, Entry> connectors_;
-  std::deque<std::pair<uint64_t, std::string>> abandoned_;
-};
+// The process's connects in progress (transport/pending_connects.h).
+PendingConnects& connects() {
+  static PendingConnects pending(params().connectTimeoutMs);
+  return pending;
+}
 
 int deviceCount() { return static_cast<int>(PluginState::get().devices().size()); }
 
@@ -190,7 +80,7 @@ ncclResult_t finalizeContext(void* ctx) {
     if (ctx == nullptr) return Status::kOk;  // NCCL 2.28 finalizes after a failed init
     BAGUA_CHECK_ARG(Registry::get().is(ctx, ObjectKind::kContext), "unknown context %p", ctx);
     Registry::get().remove(ctx);
-    if (size_t n = PendingConnects::get().removeContext(ctx); n > 0) {
+    if (size_t n = connects().removeContext(ctx); n > 0) {
       BAGUA_INFO(NCCL_NET, "closed %zu connect(s) of the finalized context still in progress", n);
     }
     delete static_cast<Context*>(ctx);
@@ -281,10 +171,10 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
       auto* context = static_cast<Context*>(ctx);
       std::shared_ptr<RateLimiter> limiter =
           context != nullptr ? context->limiter : PluginState::get().processLimiter();
-      h->connectId = PendingConnects::get().add(
-          std::make_unique<Connector>(*h, streamsFor(*h, context), limiter), ctx);
+      h->connectId =
+          connects().add(std::make_unique<Connector>(*h, streamsFor(*h, context), limiter), ctx);
     }
-    std::shared_ptr<Connector> connector = PendingConnects::get().find(h->connectId);
+    std::shared_ptr<Connector> connector = connects().find(h->connectId);
     BAGUA_CHECK_ARG(connector != nullptr,
                     "handle names an unknown connect in progress (corrupted, or its context "
                     "was finalized)");
@@ -292,12 +182,12 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
     try {
       comm = connector->progress();
     } catch (...) {
-      PendingConnects::get().remove(h->connectId);
+      connects().remove(h->connectId);
       h->connectId = 0;
       throw;
     }
     if (!comm) return Status::kOk;  // not yet: NCCL calls again
-    PendingConnects::get().remove(h->connectId);
+    connects().remove(h->connectId);
     h->connectId = 0;
     Registry::get().add(comm.get(), ObjectKind::kSend);
     *sendComm = comm.release();
@@ -360,6 +250,6 @@ ncclResult_t closeListen(void* listenComm) {
   });
 }
 
-size_t pendingConnects() { return PendingConnects::get().size(); }
+size_t pendingConnects() { return connects().size(); }
 
 }  // namespace bagua::net::api
