@@ -8,6 +8,13 @@ every file under net_plugin/ is checked; a file outside a known layer folder,
 or an include naming an unknown folder, is an error too, so a new folder must
 be placed in the order here first.
 
+Below the API layer nothing may reach the process's globals either: the
+knobs as read from the environment (`params()`) and the process's plugin
+state and connects (`processState()`, `processConnects()`). They are passed
+down as arguments, so tests can build the objects of the lower layers with
+other values in the same process. Only api/ (where NCCL's calls arrive with
+no context) and the definition itself may name them.
+
 Usage: check_layers.py [REPO_ROOT]   (default: the repository of this script)
 Exit status 0 when every arrow points down, 1 otherwise (each offence named).
 """
@@ -20,6 +27,14 @@ LAYERS = ["nccl", "base", "engine", "transport", "api", "abi"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"net_plugin/([^/"]+)/[^"]+"')
 SOURCE_SUFFIXES = {".h", ".cc", ".def"}
+# Process-wide accessors only the API layer may call.
+GLOBALS = re.compile(r"(?<!Params& )(?<![\w:.>])(params|processState|processConnects|processEngine)\(\)")
+GLOBALS_ALLOWED = {"api", "abi"}
+GLOBALS_DEFINED_IN = {"base/params.cc", "base/params.h"}
+
+
+def strip_comments(line):
+    return line.split("//", 1)[0]
 
 
 def check(root):
@@ -44,6 +59,12 @@ def check(root):
                     problems.append(
                         f"{where}: {layer}/ includes {target}/, a layer above it "
                         f"(order, lowest first: {' < '.join(LAYERS)})")
+            code = strip_comments(line)
+            found = GLOBALS.search(code)
+            if found and layer not in GLOBALS_ALLOWED and str(rel) not in GLOBALS_DEFINED_IN:
+                problems.append(
+                    f"{where}: {layer}/ reads a process-wide global ({found.group(0)}); "
+                    f"pass the values down from api/")
     return problems
 
 
@@ -54,8 +75,11 @@ def self_test():
         base.mkdir(parents=True)
         (base / "up.h").write_text('#include "net_plugin/transport/comm.h"\n')
         (base / "down.h").write_text('#include "net_plugin/nccl/net_types.h"\n')
+        (base / "global.cc").write_text("int n = params().streams;  // params() in a comment\n")
+        (base / "passed.cc").write_text("int n = state.params().streams;\n")
         found = check(pathlib.Path(tmp))
-        return len(found) == 1 and "base/up.h:1" in found[0]
+        return (len(found) == 2 and "base/global.cc:1" in found[0]
+                and "base/up.h:1" in found[1])
 
 
 def main():
@@ -69,7 +93,8 @@ def main():
     if problems:
         print(f"{len(problems)} layering problem(s)")
         return 1
-    print("every include of net_plugin/ points down: " + " < ".join(LAYERS))
+    print("every include of net_plugin/ points down: " + " < ".join(LAYERS) +
+          "; only api/ reads the process's globals")
     return 0
 
 

@@ -9,11 +9,10 @@
 
 #include "net_plugin/api/api.h"
 #include "net_plugin/api/boundary.h"
+#include "net_plugin/api/process.h"
 #include "net_plugin/api/registry.h"
 #include "net_plugin/transport/connector.h"
 #include "net_plugin/transport/listener.h"
-#include "net_plugin/transport/pending_connects.h"
-#include "net_plugin/transport/plugin_state.h"
 #include "net_plugin/transport/recv_comm.h"
 #include "net_plugin/transport/send_comm.h"
 #include "net_plugin/transport/zero_copy_stats.h"
@@ -36,25 +35,20 @@ struct Context {
 // connections run to the peer in parallel.
 int streamsFor(const ListenHandle& handle, const Context* ctx) {
   int most = handle.nStreams;
-  int target = params().flowsPerPeer;
+  int target = processState().params().flowsPerPeer;
   int flows = ctx != nullptr ? ctx->flowsPerPeer.load(std::memory_order_relaxed) : 0;
   if (target <= 0 || flows <= 0) return most;
   return std::clamp((target + flows - 1) / flows, 1, most);
 }
 
-// The process's connects in progress (transport/pending_connects.h).
-PendingConnects& connects() {
-  static PendingConnects pending(params().connectTimeoutMs);
-  return pending;
-}
-
-int deviceCount() { return static_cast<int>(PluginState::get().devices().size()); }
+int deviceCount() { return static_cast<int>(processState().devices().size()); }
 
 }  // namespace
 
 ncclResult_t init(ncclDebugLogger_t logger) {
   return guarded("init", [&](const char*) {
-    PluginState::get().init(logger);
+    setLogger(logger);  // first: a malformed knob is reported through NCCL's logger
+    processState().init();
     return Status::kOk;
   });
 }
@@ -63,12 +57,14 @@ ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass, ncclDebu
   return guarded("init", [&](const char* fn) {
     BAGUA_CHECK_ARG(ctx != nullptr, "context pointer is NULL");
     *ctx = nullptr;
-    PluginState::get().init(logger);
+    setLogger(logger);
+    PluginState& state = processState();
+    state.init();
     auto context = std::make_unique<Context>();
     context->commId = commId;
     context->trafficClass = trafficClass;
-    context->engine = PluginState::get().engine();
-    context->limiter = PluginState::makeLimiter();
+    context->engine = state.engine();
+    context->limiter = state.makeLimiter();
     Registry::get().add(context.get(), ObjectKind::kContext);
     *ctx = context.release();
     return Status::kOk;
@@ -80,7 +76,7 @@ ncclResult_t finalizeContext(void* ctx) {
     if (ctx == nullptr) return Status::kOk;  // NCCL 2.28 finalizes after a failed init
     BAGUA_CHECK_ARG(Registry::get().is(ctx, ObjectKind::kContext), "unknown context %p", ctx);
     Registry::get().remove(ctx);
-    if (size_t n = connects().removeContext(ctx); n > 0) {
+    if (size_t n = processConnects().removeContext(ctx); n > 0) {
       BAGUA_INFO(NCCL_NET, "closed %zu connect(s) of the finalized context still in progress", n);
     }
     delete static_cast<Context*>(ctx);
@@ -97,15 +93,14 @@ ncclResult_t setNetAttr(void* ctx, const ncclNetAttr_v11_t* attr) {
                     attr->sendCommAttr.minFlowsPerPeer, attr->sendCommAttr.maxFlowsPerPeer,
                     attr->op, attr->algo, attr->proto);
     auto* context = static_cast<Context*>(ctx);
+    const Params& p = processState().params();
     int flows = attr->sendCommAttr.maxFlowsPerPeer;
-    if (flows > 0 && context->flowsPerPeer.exchange(flows) != flows && params().flowsPerPeer > 0) {
-      BAGUA_INFO(
-          NCCL_NET,
-          "setNetAttr: %d connections per peer; new connections open %d streams "
-          "(BAGUA_NET_FLOWS_PER_PEER=%d, BAGUA_NET_STREAMS=%d)",
-          flows,
-          std::clamp((params().flowsPerPeer + flows - 1) / flows, 1, streamsToOpen(params())),
-          params().flowsPerPeer, params().streams);
+    if (flows > 0 && context->flowsPerPeer.exchange(flows) != flows && p.flowsPerPeer > 0) {
+      BAGUA_INFO(NCCL_NET,
+                 "setNetAttr: %d connections per peer; new connections open %d streams "
+                 "(BAGUA_NET_FLOWS_PER_PEER=%d, BAGUA_NET_STREAMS=%d)",
+                 flows, std::clamp((p.flowsPerPeer + flows - 1) / flows, 1, streamsToOpen(p)),
+                 p.flowsPerPeer, p.streams);
     }
     return Status::kOk;
   });
@@ -124,7 +119,7 @@ ncclResult_t getProperties(int dev, DeviceProps* props) {
     BAGUA_CHECK_ARG(props != nullptr, "props is NULL");
     BAGUA_CHECK_ARG(dev >= 0 && dev < deviceCount(), "device %d (the plugin has %d)", dev,
                     deviceCount());
-    const NetDevice& d = PluginState::get().devices()[static_cast<size_t>(dev)];
+    const NetDevice& d = processState().devices()[static_cast<size_t>(dev)];
     props->name = const_cast<char*>(d.name.c_str());
     props->pciPath = d.pciPath.empty() ? nullptr : const_cast<char*>(d.pciPath.c_str());
     props->guid = static_cast<uint64_t>(dev);
@@ -146,8 +141,10 @@ ncclResult_t listen(int dev, void* handle, void** listenComm) {
     *listenComm = nullptr;
     BAGUA_CHECK_ARG(dev >= 0 && dev < deviceCount(), "device %d (the plugin has %d)", dev,
                     deviceCount());
-    auto comm = std::make_unique<ListenComm>(PluginState::get().devices()[static_cast<size_t>(dev)],
-                                             streamsToOpen(params()));
+    PluginState& state = processState();
+    auto comm = std::make_unique<ListenComm>(state.devices()[static_cast<size_t>(dev)],
+                                             streamsToOpen(state.params()), state.params(),
+                                             processEngine());
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
     std::memcpy(handle, &comm->handle(), sizeof(ListenHandle));
     Registry::get().add(comm.get(), ObjectKind::kListen);
@@ -169,12 +166,15 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
       BAGUA_CHECK_ARG(ctx == nullptr || Registry::get().is(ctx, ObjectKind::kContext),
                       "unknown context %p", ctx);
       auto* context = static_cast<Context*>(ctx);
+      PluginState& state = processState();
       std::shared_ptr<RateLimiter> limiter =
-          context != nullptr ? context->limiter : PluginState::get().processLimiter();
+          context != nullptr ? context->limiter : state.processLimiter();
       h->connectId =
-          connects().add(std::make_unique<Connector>(*h, streamsFor(*h, context), limiter), ctx);
+          processConnects().add(std::make_unique<Connector>(*h, streamsFor(*h, context), limiter,
+                                                            state.params(), processEngine()),
+                                ctx);
     }
-    std::shared_ptr<Connector> connector = connects().find(h->connectId);
+    std::shared_ptr<Connector> connector = processConnects().find(h->connectId);
     BAGUA_CHECK_ARG(connector != nullptr,
                     "handle names an unknown connect in progress (corrupted, or its context "
                     "was finalized)");
@@ -182,12 +182,12 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
     try {
       comm = connector->progress();
     } catch (...) {
-      connects().remove(h->connectId);
+      processConnects().remove(h->connectId);
       h->connectId = 0;
       throw;
     }
     if (!comm) return Status::kOk;  // not yet: NCCL calls again
-    connects().remove(h->connectId);
+    processConnects().remove(h->connectId);
     h->connectId = 0;
     Registry::get().add(comm.get(), ObjectKind::kSend);
     *sendComm = comm.release();
@@ -216,7 +216,7 @@ ncclResult_t closeSend(void* sendComm) {
     Registry::get().remove(sendComm);
     auto* comm = static_cast<SendComm*>(sendComm);
     if (comm->close()) delete comm;  // else leaked: a worker may still use it
-    if (params().zeroCopy != ZeroCopyMode::kOff) {
+    if (processState().params().zeroCopy != ZeroCopyMode::kOff) {
       const ZeroCopyStats& zc = zeroCopyStats();
       BAGUA_INFO(NCCL_NET,
                  "zero-copy so far in this process: %llu sends, %llu released, %llu of "
@@ -250,6 +250,6 @@ ncclResult_t closeListen(void* listenComm) {
   });
 }
 
-size_t pendingConnects() { return connects().size(); }
+size_t pendingConnects() { return processConnects().size(); }
 
 }  // namespace bagua::net::api

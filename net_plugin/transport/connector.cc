@@ -8,16 +8,18 @@
 #include <cerrno>
 
 #include "net_plugin/base/log.h"
-#include "net_plugin/transport/plugin_state.h"
 
 namespace bagua::net {
 
-Connector::Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter)
+Connector::Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter,
+                     const Params& params, EngineSource engines)
     : handle_(handle),
       limiter_(std::move(limiter)),
+      params_(params),
+      engines_(std::move(engines)),
       connId_(randomToken()),
       conns_(static_cast<size_t>(std::clamp<int>(nStreams, 1, handle.nStreams))),
-      deadline_(Clock::now() + std::chrono::milliseconds(params().connectTimeoutMs)) {
+      deadline_(Clock::now() + std::chrono::milliseconds(params.connectTimeoutMs)) {
   auto n = static_cast<uint16_t>(conns_.size());
   for (uint16_t i = 0; i < n; ++i) conns_[i].hello = makeHello(i, n, handle.token, connId_);
 }
@@ -33,18 +35,18 @@ std::unique_ptr<SendComm> Connector::progress() {
   if (ready) {
     std::vector<Fd> fds;
     for (Conn& conn : conns_) {
-      tuneStream(conn.fd.get(), params());
+      tuneStream(conn.fd.get(), params_);
       fds.push_back(std::move(conn.fd));
     }
-    return std::make_unique<SendComm>(std::move(fds), sockAddrToString(handle_.addr),
-                                      PluginState::get().engine(), limiter_);
+    return std::make_unique<SendComm>(std::move(fds), sockAddrToString(handle_.addr), engines_(),
+                                      limiter_, params_);
   }
   if (Clock::now() > deadline_) {
     int err = 0;
     for (const Conn& conn : conns_) err = conn.lastError != 0 ? conn.lastError : err;
     throw NetError(Status::kRemoteError,
                    errnoMessage("could not connect to " + sockAddrToString(handle_.addr) +
-                                    " within " + std::to_string(params().connectTimeoutMs) +
+                                    " within " + std::to_string(params_.connectTimeoutMs) +
                                     " ms (BAGUA_NET_CONNECT_TIMEOUT_MS)",
                                 err != 0 ? err : ETIMEDOUT));
   }

@@ -24,8 +24,10 @@ namespace bagua::net {
 class Connector {
  public:
   // Opens `nStreams` streams (1..handle.nStreams); `limiter` (may be NULL)
-  // caps the send rate of the comm it makes.
-  Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter);
+  // caps the send rate of the comm it makes. The connect and the comm run
+  // with `params` (copied) on the engine `engines` gives.
+  Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter,
+            const Params& params, EngineSource engines);
 
   using Clock = std::chrono::steady_clock;
 
@@ -59,6 +61,8 @@ class Connector {
 
   ListenHandle handle_;
   std::shared_ptr<RateLimiter> limiter_;
+  const Params params_;
+  EngineSource engines_;
   uint64_t connId_;
   std::vector<Conn> conns_;
   Clock::time_point deadline_;

@@ -6,7 +6,6 @@
 #include <cerrno>
 
 #include "net_plugin/base/log.h"
-#include "net_plugin/transport/plugin_state.h"
 
 namespace bagua::net {
 namespace {
@@ -17,7 +16,9 @@ constexpr size_t kMaxPending = 1024;
 
 }  // namespace
 
-ListenComm::ListenComm(const NetDevice& device, int nStreams) : nStreams_(nStreams) {
+ListenComm::ListenComm(const NetDevice& device, int nStreams, const Params& params,
+                       EngineSource engines)
+    : params_(params), engines_(std::move(engines)), nStreams_(nStreams) {
   SockAddr bound{};
   fd_ = openListener(device.addr, &bound);
   handle_ = makeListenHandle(bound, static_cast<uint16_t>(nStreams), randomToken());
@@ -40,9 +41,8 @@ std::unique_ptr<RecvComm> ListenComm::accept() {
     if (it->second.arrived == it->second.fds.size()) {
       Group group = std::move(it->second);
       groups_.erase(it);
-      for (Fd& fd : group.fds) tuneStream(fd.get(), params());
-      return std::make_unique<RecvComm>(std::move(group.fds), group.peer,
-                                        PluginState::get().engine());
+      for (Fd& fd : group.fds) tuneStream(fd.get(), params_);
+      return std::make_unique<RecvComm>(std::move(group.fds), group.peer, engines_());
     }
   }
   return nullptr;
@@ -69,7 +69,7 @@ void ListenComm::acceptNew() {
     Pending p;
     p.fd = std::move(owned);
     p.peer = sockAddrToString(peer);
-    p.deadline = Clock::now() + std::chrono::milliseconds(params().handshakeTimeoutMs);
+    p.deadline = Clock::now() + std::chrono::milliseconds(params_.handshakeTimeoutMs);
     pending_.push_back(std::move(p));
   }
 }
@@ -102,7 +102,7 @@ bool ListenComm::readHello(Pending& p) {
   }
   if (Clock::now() > p.deadline) {
     BAGUA_WARN("closing connection from %s: no complete hello within %d ms (%zu of %zu bytes)",
-               p.peer.c_str(), params().handshakeTimeoutMs, p.got, sizeof(p.hello));
+               p.peer.c_str(), params_.handshakeTimeoutMs, p.got, sizeof(p.hello));
     return true;
   }
   return false;
@@ -136,7 +136,7 @@ void ListenComm::expireGroups(Clock::time_point now) {
     if (it->second.arrived < it->second.fds.size() && now > it->second.deadline) {
       BAGUA_WARN("dropping connection from %s: only %zu of %zu streams arrived within %d ms",
                  it->second.peer.c_str(), it->second.arrived, it->second.fds.size(),
-                 params().handshakeTimeoutMs);
+                 params_.handshakeTimeoutMs);
       it = groups_.erase(it);
     } else {
       ++it;

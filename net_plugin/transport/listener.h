@@ -28,7 +28,9 @@ class ListenComm {
   static constexpr uint32_t kMagic = 0x4e53494c;  // "LISN"
 
   // Opens a listening socket on the device's address; throws NetError.
-  ListenComm(const NetDevice& device, int nStreams);
+  // Accepted connections run with `params` (copied: the handshake timeout
+  // and socket options) on the engine `engines` gives.
+  ListenComm(const NetDevice& device, int nStreams, const Params& params, EngineSource engines);
   ~ListenComm();
   ListenComm(const ListenComm&) = delete;
   ListenComm& operator=(const ListenComm&) = delete;
@@ -63,6 +65,8 @@ class ListenComm {
   void expireGroups(Clock::time_point now);
 
   uint32_t magic_ = kMagic;
+  const Params params_;
+  EngineSource engines_;
   std::mutex mutex_;
   Fd fd_;
   ListenHandle handle_{};

@@ -8,16 +8,10 @@
 
 namespace bagua::net {
 
-PluginState& PluginState::get() {
-  static PluginState state;
-  return state;
-}
-
-void PluginState::init(ncclDebugLogger_t logger) {
-  setLogger(logger);
+void PluginState::init() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (initialized_) return;
-  const Params& p = params();  // throws on a malformed knob
+  const Params& p = params_;
   logParams();
   devices_ = discoverDevices(p);
   if (devices_.empty()) {
@@ -37,19 +31,19 @@ void PluginState::init(ncclDebugLogger_t logger) {
 }
 
 EngineKind PluginState::engineKind() const {
-  EngineKind configured = params().engine;
+  EngineKind configured = params_.engine;
   if (configured != EngineKind::kAuto) return configured;
-  return autoEngineKind(usableCpuCount(), params().zeroCopy);
+  return autoEngineKind(usableCpuCount(), params_.zeroCopy);
 }
 
 int PluginState::engineThreads() const {
-  int configured = params().threads;
+  int configured = params_.threads;
   if (configured > 0) return configured;
   return autoWorkerThreads(usableCpuCount());
 }
 
 int PluginState::engineSpinUs() const {
-  int configured = params().spinUs;
+  int configured = params_.spinUs;
   if (configured >= 0) return configured;
   return autoSpinUs(usableCpuCount());
 }
@@ -61,20 +55,20 @@ std::shared_ptr<Engine> PluginState::engine() {
   std::string note;
   int threads = engineThreads();
   EngineKind kind = engineKind();
-  engine = createEngine(kind, threads, engineSpinUs(), &note);
+  engine = createEngine(EngineConfig{kind, threads, engineSpinUs(), params_.cpus}, &note);
   if (!note.empty()) BAGUA_WARN("%s", note.c_str());
   // One line per process at INFO; restarts after idle periods only at TRACE.
   if (!engineLogged_) {
-    std::string why = params().engine == EngineKind::kAuto && kind == EngineKind::kEpoll
+    std::string why = params_.engine == EngineKind::kAuto && kind == EngineKind::kEpoll
                           ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
                           : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
                "%zu-byte chunks%s",
-               engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params().streams,
-               params().chunkBytes,
-               params().rateLimitMbps > 0
-                   ? (", send rate limited to " + std::to_string(params().rateLimitMbps) +
+               engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
+               params_.chunkBytes,
+               params_.rateLimitMbps > 0
+                   ? (", send rate limited to " + std::to_string(params_.rateLimitMbps) +
                       " Mbit/s per rank (BAGUA_NET_RATE_LIMIT_MBPS, testing aid)")
                          .c_str()
                    : "");
@@ -86,12 +80,8 @@ std::shared_ptr<Engine> PluginState::engine() {
   return engine;
 }
 
-}  // namespace bagua::net
-
-namespace bagua::net {
-
-std::shared_ptr<RateLimiter> PluginState::makeLimiter() {
-  int mbps = params().rateLimitMbps;
+std::shared_ptr<RateLimiter> PluginState::makeLimiter() const {
+  int mbps = params_.rateLimitMbps;
   return mbps > 0 ? std::make_shared<RateLimiter>(mbps * 1e6 / 8) : nullptr;
 }
 

@@ -1,5 +1,7 @@
-// Process-wide state of the plugin: the devices (discovered once), the knobs,
-// and the engine shared by every comm.
+// The state of the plugin as NCCL sees it: the knobs it runs with, the
+// devices (discovered once) and the engine shared by every comm. The process
+// has one, which only the API layer reaches (api/process.h); tests may make
+// their own with other knobs.
 //
 // Lifecycle: the engine's worker threads exist only while something holds it:
 // a comm, or a v11 context (init .. finalize). When the last holder lets go,
@@ -16,18 +18,22 @@
 
 #include "net_plugin/base/devices.h"
 #include "net_plugin/engine/engine.h"
-#include "net_plugin/nccl/net_types.h"
 #include "net_plugin/transport/rate_limiter.h"
 
 namespace bagua::net {
 
 class PluginState {
  public:
-  static PluginState& get();
+  // Runs with `params` (copied).
+  explicit PluginState(const Params& params) : params_(params) {}
+  PluginState(const PluginState&) = delete;
+  PluginState& operator=(const PluginState&) = delete;
 
-  // Installs the logger, reads the knobs, discovers devices and logs them,
-  // once per process (later calls only install the logger). Throws NetError.
-  void init(ncclDebugLogger_t logger);
+  // Logs the knobs set in the environment, discovers devices and logs them,
+  // once (later calls do nothing). Throws NetError.
+  void init();
+
+  const Params& params() const { return params_; }
 
   // The devices found by init(); empty before it.
   const std::vector<NetDevice>& devices() const { return devices_; }
@@ -45,11 +51,10 @@ class PluginState {
   // The rate limiter for ranks without a v11 context (NULL when unlimited).
   std::shared_ptr<RateLimiter> processLimiter();
   // A new limiter for one v11 communicator (NULL when unlimited).
-  static std::shared_ptr<RateLimiter> makeLimiter();
+  std::shared_ptr<RateLimiter> makeLimiter() const;
 
  private:
-  PluginState() = default;
-
+  const Params params_;
   std::mutex mutex_;
   bool initialized_ = false;
   std::vector<NetDevice> devices_;

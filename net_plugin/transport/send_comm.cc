@@ -11,25 +11,26 @@
 namespace bagua::net {
 
 SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
-                   std::shared_ptr<RateLimiter> limiter)
+                   std::shared_ptr<RateLimiter> limiter, const Params& params)
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
       active_(static_cast<int>(fds.size())),
-      chunkBytes_(params().chunkBytes),
-      minSplitBytes_(params().minSplitBytes),
+      chunkBytes_(params.chunkBytes),
+      minSplitBytes_(params.minSplitBytes),
       limiter_(std::move(limiter)) {
-  if (params().adaptiveStreams != 0 && fds.size() > 1) {
+  if (params.adaptiveStreams != 0 && fds.size() > 1) {
     std::vector<int> raw;
     for (const Fd& fd : fds) raw.push_back(fd.get());
-    tuner_.emplace(std::move(raw), params().streams);
+    tuner_.emplace(std::move(raw), params.streams);
     active_ = tuner_->active();
   }
   mostActive_ = active_;
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
-                                                   &nextWorker(*engine_)));
+                                                   &nextWorker(*engine_), params.zeroCopy,
+                                                   params.zeroCopyBytes));
   }
   startStreams(std::move(streams));
 }

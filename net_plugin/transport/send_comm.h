@@ -45,9 +45,10 @@ class SendStream;
 class SendComm final : public Comm {
  public:
   // Takes the connected stream sockets (index = stream number); `limiter`
-  // (may be NULL) caps the rank's send rate.
+  // (may be NULL) caps the rank's send rate. Of `params` it keeps the
+  // chunking, adaptive-stream and zero-copy knobs.
   SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
-           std::shared_ptr<RateLimiter> limiter);
+           std::shared_ptr<RateLimiter> limiter, const Params& params);
   ~SendComm() override;
 
   // Queues a message. *req is nullptr when all requests are in use (NCCL
@@ -60,6 +61,8 @@ class SendComm final : public Comm {
 
   // For streams: the limiter, or NULL.
   RateLimiter* limiter() const { return limiter_.get(); }
+  // The largest chunk handed to a stream (BAGUA_NET_CHUNK_BYTES it was made with).
+  size_t chunkBytes() const { return chunkBytes_; }
 
   // Streams chunks are handed to now (all of them unless adaptive).
   int activeStreams();
@@ -109,7 +112,10 @@ class ZeroCopySlot final : public IoHandler {
 
 class SendStream final : public Stream {
  public:
-  SendStream(SendComm* comm, int index, Fd fd, Worker* worker);
+  // Chunks of at least `zeroCopyBytes` go zero-copy unless `zeroCopy` is
+  // off or the worker cannot (BAGUA_NET_ZEROCOPY, BAGUA_NET_ZEROCOPY_BYTES).
+  SendStream(SendComm* comm, int index, Fd fd, Worker* worker, ZeroCopyMode zeroCopy,
+             size_t zeroCopyBytes);
 
   // Sends the next chunk if this stream is idle and one is waiting.
   void pump();
@@ -150,6 +156,7 @@ class SendStream final : public Stream {
   iovec iov_[2]{};
   int iovcnt_ = 0;
   size_t remaining_ = 0;
+  ZeroCopyMode zeroCopyMode_;
   bool zeroCopy_ = false;  // chunks of at least zeroCopyBytes_ go zero-copy
   bool waitingForSlot_ = false;
   size_t zeroCopyBytes_ = 0;

@@ -23,12 +23,12 @@ void ZeroCopySlot::onZeroCopySent(int result, bool notifyFollows) {
 
 void ZeroCopySlot::onZeroCopyNotify(bool copied) { stream->onSlotReleased(this, copied); }
 
-SendStream::SendStream(SendComm* comm, int index, Fd fd, Worker* worker)
-    : Stream(comm, index, std::move(fd), worker), sendComm_(comm) {
-  const Params& p = params();
-  zeroCopy_ = p.zeroCopy != ZeroCopyMode::kOff && worker->zeroCopySupported();
-  zeroCopyBytes_ = p.zeroCopyBytes;
-  if (p.zeroCopy != ZeroCopyMode::kOff && !zeroCopy_) {
+SendStream::SendStream(SendComm* comm, int index, Fd fd, Worker* worker, ZeroCopyMode zeroCopy,
+                       size_t zeroCopyBytes)
+    : Stream(comm, index, std::move(fd), worker), sendComm_(comm), zeroCopyMode_(zeroCopy) {
+  zeroCopy_ = zeroCopy != ZeroCopyMode::kOff && worker->zeroCopySupported();
+  zeroCopyBytes_ = zeroCopyBytes;
+  if (zeroCopy != ZeroCopyMode::kOff && !zeroCopy_) {
     static std::atomic<bool> told{false};
     if (!told.exchange(true)) {
       BAGUA_INFO(NCCL_INIT | NCCL_NET,
@@ -198,7 +198,7 @@ void SendStream::onSlotReleased(ZeroCopySlot* slot, bool copied) {
   --slot->notifications;
   zeroCopyStats().notifications.fetch_add(1, std::memory_order_relaxed);
   if (copied) zeroCopyStats().copied.fetch_add(1, std::memory_order_relaxed);
-  if (copied && zeroCopy_ && params().zeroCopy == ZeroCopyMode::kAuto) {
+  if (copied && zeroCopy_ && zeroCopyMode_ == ZeroCopyMode::kAuto) {
     // The route copies anyway (loopback, veth): zero-copy would only add
     // page pinning and notifications, so this stream stops using it.
     zeroCopy_ = false;
