@@ -1,4 +1,4 @@
-// Internal status codes of the plugin core and the setup-time exception.
+// Internal status codes of the plugin and the setup-time exception.
 //
 // The hot path (isend, irecv, test and the engine) returns Status; setup code
 // (listen, connect, accept, device discovery) may throw NetError. Only the

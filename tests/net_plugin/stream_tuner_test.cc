@@ -1,4 +1,4 @@
-// The adaptive stream count (BAGUA_NET_MAX_STREAMS, core/stream_tuner.h).
+// The adaptive stream count (BAGUA_NET_MAX_STREAMS, transport/stream_tuner.h).
 //
 // StreamCountRule.*: the widen/narrow rule on given epochs (no sockets).
 // AdaptiveStreams.*: real connections over loopback; tests/meson.build runs
