@@ -28,7 +28,8 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"net_plugin/([^/"]+)/[^"]+"')
 SOURCE_SUFFIXES = {".h", ".cc", ".def"}
 # Process-wide accessors only the API layer may call.
-GLOBALS = re.compile(r"(?<!Params& )(?<![\w:.>])(params|processState|processConnects|processEngine)\(\)")
+GLOBALS = re.compile(
+    r"(?<!Params& )(?<![\w:.>])(params|processState|processConnects|processEngine)\(\)")
 GLOBALS_ALLOWED = {"api", "abi"}
 GLOBALS_DEFINED_IN = {"base/params.cc", "base/params.h"}
 
