@@ -10,11 +10,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-import summarize as sm  # noqa: E402
+import gpu_runs  # noqa: E402
 
 
 def _size_label(n):
-    return sm.human(n).replace(" ", "")
+    return gpu_runs.human(n).replace(" ", "")
 
 
 _PALETTE = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
@@ -31,12 +31,12 @@ def _draw(ax, report, coll, cfgs, best):
     drawn, missing = 0, []
     for cfg in cfgs:
         runs = report.runs(coll, cfg)
-        vals = sm.per_size(runs, 2)
+        vals = gpu_runs.per_size(runs, 2)
         if not vals:
-            missing.append(f"{cfg}: {sm.why_missing(runs)}")
+            missing.append(f"{cfg}: {gpu_runs.why_missing(runs)}")
             continue
         xs = sorted(vals)
-        ys = [sm.med(vals[x]) for x in xs]
+        ys = [gpu_runs.med(vals[x]) for x in xs]
         lo = [min(vals[x]) for x in xs]
         hi = [max(vals[x]) for x in xs]
         bold = cfg.startswith("bagua") or cfg == best
@@ -82,7 +82,7 @@ def write_all(report, out_dir):
     paths.append(p)
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    for ax, coll in zip(axes.flat, sm.OTHER_COLLS):
+    for ax, coll in zip(axes.flat, gpu_runs.OTHER_COLLS):
         _draw(ax, report, coll, _order(report, coll), report.best_run)
         ax.set_title(coll)
     fig.tight_layout()

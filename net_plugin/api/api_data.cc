@@ -4,9 +4,9 @@
 #include "net_plugin/api/api.h"
 #include "net_plugin/api/boundary.h"
 #include "net_plugin/api/registry.h"
-#include "net_plugin/core/memory_region.h"
-#include "net_plugin/core/recv_comm.h"
-#include "net_plugin/core/send_comm.h"
+#include "net_plugin/transport/memory_region.h"
+#include "net_plugin/transport/recv_comm.h"
+#include "net_plugin/transport/send_comm.h"
 
 namespace bagua::net::api {
 namespace {

@@ -5,8 +5,8 @@
 #include <new>
 #include <system_error>
 
-#include "net_plugin/core/log.h"
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/status.h"
 #include "net_plugin/nccl/net_types.h"
 
 namespace bagua::net::api {

@@ -8,30 +8,32 @@
 #include <cstring>
 #include <system_error>
 
-#include "net_plugin/core/log.h"
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/status.h"
 
 namespace bagua::net {
 
 namespace {
 
-std::unique_ptr<Engine> startEngine(EngineKind kind, int threads, int spinUs, std::string* note) {
-  if (kind == EngineKind::kEpoll) return createEpollEngine(threads, spinUs);
-  if (kind == EngineKind::kIoUring) return createUringEngine(threads, spinUs);
+std::unique_ptr<Engine> startEngine(const EngineConfig& config, std::string* note) {
+  if (config.kind == EngineKind::kEpoll) return createEpollEngine(config);
+  if (config.kind == EngineKind::kIoUring) return createUringEngine(config);
   try {
-    return createUringEngine(threads, spinUs);
+    return createUringEngine(config);
   } catch (const NetError& e) {
     *note = std::string("io_uring unavailable (") + e.what() + "), falling back to epoll";
-    return createEpollEngine(threads, spinUs);
+    return createEpollEngine(config);
   }
 }
 
 }  // namespace
 
-void pinWorkerThread(int index) {
-  const std::vector<int>& cpus = params().cpus;
-  if (cpus.empty()) return;
-  int cpu = cpus[static_cast<size_t>(index) % cpus.size()];
+int workerCpu(int index, const std::vector<int>& cpus) {
+  return cpus.empty() ? -1 : cpus[static_cast<size_t>(index) % cpus.size()];
+}
+
+void pinWorkerThread(int index, int cpu) {
+  if (cpu < 0) return;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
@@ -47,9 +49,9 @@ void pinWorkerThread(int index) {
   BAGUA_TRACE_LOG("worker %d pinned to CPU %d", index, cpu);
 }
 
-std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, int spinUs, std::string* note) {
+std::unique_ptr<Engine> createEngine(const EngineConfig& config, std::string* note) {
   try {
-    return startEngine(kind, threads, spinUs, note);
+    return startEngine(config, note);
   } catch (const std::system_error& e) {  // std::thread could not start one
     throw NetError(Status::kSystemError, std::string("starting the I/O engine's worker threads: ") +
                                              e.what() +

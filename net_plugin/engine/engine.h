@@ -19,8 +19,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "net_plugin/core/params.h"
+#include "net_plugin/base/params.h"
 
 namespace bagua::net {
 
@@ -85,19 +86,33 @@ class Engine {
   virtual Worker& worker(int index) = 0;
 };
 
-// Starts an engine of `kind` with `threads` workers that poll for `spinUs`
-// microseconds after any activity before sleeping. kAuto tries io_uring and
-// falls back to epoll, saying why in *note. Throws NetError when the kind
-// asked for cannot start.
-std::unique_ptr<Engine> createEngine(EngineKind kind, int threads, int spinUs, std::string* note);
+// What an engine starts with (the plugin state fills it from the knobs).
+struct EngineConfig {
+  EngineKind kind = EngineKind::kAuto;
+  int threads = 1;  // worker threads
+  int spinUs = 0;   // microseconds a worker polls after any activity before it sleeps
+  // BAGUA_NET_CPUS: worker i is pinned to cpus[i mod size]; empty: unpinned.
+  std::vector<int> cpus;
+};
 
-std::unique_ptr<Engine> createEpollEngine(int threads, int spinUs);
+// Gives the engine a new comm runs on, starting one if none is running (the
+// plugin state's engine(); tests may pass their own).
+using EngineSource = std::function<std::shared_ptr<Engine>()>;
 
-// Called by each worker thread as it starts: pins it to the (index mod n)-th
-// CPU of BAGUA_NET_CPUS when that is set, warning once if the CPU is not
-// allowed.
-void pinWorkerThread(int index);
+// Starts an engine as `config` says. kAuto tries io_uring and falls back to
+// epoll, saying why in *note. Throws NetError when the kind asked for cannot
+// start.
+std::unique_ptr<Engine> createEngine(const EngineConfig& config, std::string* note);
+
+std::unique_ptr<Engine> createEpollEngine(const EngineConfig& config);
+
+// The CPU worker `index` is pinned to: the (index mod n)-th of `cpus`, or -1
+// (not pinned) when `cpus` is empty.
+int workerCpu(int index, const std::vector<int>& cpus);
+// Called by each worker thread as it starts: pins it to `cpu` (from
+// workerCpu) unless that is -1, warning once if the CPU is not allowed.
+void pinWorkerThread(int index, int cpu);
 // Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
-std::unique_ptr<Engine> createUringEngine(int threads, int spinUs);
+std::unique_ptr<Engine> createUringEngine(const EngineConfig& config);
 
 }  // namespace bagua::net

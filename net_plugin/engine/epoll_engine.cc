@@ -22,9 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "net_plugin/core/log.h"
-#include "net_plugin/core/socket_util.h"
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/socket_util.h"
+#include "net_plugin/base/status.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/engine/task_queue.h"
 
@@ -41,7 +41,8 @@ struct FdState {
 
 class EpollWorker final : public Worker {
  public:
-  EpollWorker(int index, int spinUs) : index_(index), spin_(std::chrono::microseconds(spinUs)) {
+  EpollWorker(int index, int spinUs, int cpu)
+      : index_(index), spin_(std::chrono::microseconds(spinUs)) {
     epollFd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epollFd_ < 0) throw NetError(Status::kSystemError, errnoMessage("epoll_create1", errno));
     epoll_event ev{};
@@ -57,8 +58,8 @@ class EpollWorker final : public Worker {
     // anywhere; named here so the name is visible at once too.
     std::promise<void> pinned;
     std::future<void> ready = pinned.get_future();
-    thread_ = std::thread([this, &pinned] {
-      pinWorkerThread(index_);
+    thread_ = std::thread([this, &pinned, cpu] {
+      pinWorkerThread(index_, cpu);
       pinned.set_value();
       run();
     });
@@ -229,9 +230,10 @@ class EpollWorker final : public Worker {
 
 class EpollEngine final : public Engine {
  public:
-  EpollEngine(int threads, int spinUs) {
-    for (int i = 0; i < threads; ++i) {
-      workers_.push_back(std::make_unique<EpollWorker>(i, spinUs));
+  explicit EpollEngine(const EngineConfig& config) {
+    for (int i = 0; i < config.threads; ++i) {
+      workers_.push_back(
+          std::make_unique<EpollWorker>(i, config.spinUs, workerCpu(i, config.cpus)));
     }
   }
   const char* name() const override { return "epoll"; }
@@ -244,8 +246,8 @@ class EpollEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> createEpollEngine(int threads, int spinUs) {
-  return std::make_unique<EpollEngine>(threads, spinUs);
+std::unique_ptr<Engine> createEpollEngine(const EngineConfig& config) {
+  return std::make_unique<EpollEngine>(config);
 }
 
 }  // namespace bagua::net

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/status.h"
 
 namespace bagua::net {
 

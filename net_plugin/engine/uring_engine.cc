@@ -34,9 +34,9 @@
 #include <vector>
 
 #include "config.h"
-#include "net_plugin/core/log.h"
-#include "net_plugin/core/socket_util.h"
-#include "net_plugin/core/status.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/socket_util.h"
+#include "net_plugin/base/status.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/engine/task_queue.h"
 
@@ -65,7 +65,8 @@ uint64_t encode(IoHandler* handler, OpKind kind) {
 
 class UringWorker final : public Worker {
  public:
-  UringWorker(int index, int spinUs) : index_(index), spin_(std::chrono::microseconds(spinUs)) {}
+  UringWorker(int index, int spinUs, int cpu)
+      : index_(index), cpu_(cpu), spin_(std::chrono::microseconds(spinUs)) {}
   ~UringWorker() override { stop(); }
 
   // Starts the thread and waits until its ring exists; throws on failure.
@@ -167,7 +168,7 @@ class UringWorker final : public Worker {
 
   void run(std::promise<int>* ready) {
     pthread_setname_np(pthread_self(), ("bagua-net-" + std::to_string(index_)).c_str());
-    pinWorkerThread(index_);
+    pinWorkerThread(index_, cpu_);
     int err = initRing();
     ready->set_value(err < 0 ? -err : 0);
     if (err < 0) return;
@@ -283,6 +284,7 @@ class UringWorker final : public Worker {
   }
 
   int index_;
+  int cpu_;  // pinned to (BAGUA_NET_CPUS), or -1
   std::chrono::microseconds spin_;
   bool zeroCopy_ = false;  // the kernel has SENDMSG_ZC
   io_uring ring_{};
@@ -296,9 +298,10 @@ class UringWorker final : public Worker {
 
 class UringEngine final : public Engine {
  public:
-  UringEngine(int threads, int spinUs) {
-    for (int i = 0; i < threads; ++i) {
-      workers_.push_back(std::make_unique<UringWorker>(i, spinUs));
+  explicit UringEngine(const EngineConfig& config) {
+    for (int i = 0; i < config.threads; ++i) {
+      workers_.push_back(
+          std::make_unique<UringWorker>(i, config.spinUs, workerCpu(i, config.cpus)));
       workers_.back()->start();
     }
   }
@@ -312,8 +315,8 @@ class UringEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> createUringEngine(int threads, int spinUs) {
-  return std::make_unique<UringEngine>(threads, spinUs);
+std::unique_ptr<Engine> createUringEngine(const EngineConfig& config) {
+  return std::make_unique<UringEngine>(config);
 }
 
 }  // namespace bagua::net
@@ -322,7 +325,7 @@ std::unique_ptr<Engine> createUringEngine(int threads, int spinUs) {
 
 namespace bagua::net {
 
-std::unique_ptr<Engine> createUringEngine(int, int) {
+std::unique_ptr<Engine> createUringEngine(const EngineConfig&) {
   throw NetError(Status::kSystemError, "this build has no io_uring engine (liburing not found)");
 }
 

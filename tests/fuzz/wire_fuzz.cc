@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "net_plugin/core/wire.h"
+#include "net_plugin/transport/wire.h"
 
 using namespace bagua::net;
 

@@ -2,7 +2,7 @@
 // /proc/self/cgroup and mountinfo parsing, the quota walk up a cgroup tree
 // (built in a temporary directory), and the affinity mask (narrowed with
 // sched_setaffinity) reaching the engine's automatic thread count and spin.
-#include "net_plugin/core/cpu_budget.h"
+#include "net_plugin/base/cpu_budget.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -16,7 +16,7 @@
 #include <iterator>
 #include <string>
 
-#include "net_plugin/core/plugin_state.h"
+#include "net_plugin/transport/plugin_state.h"
 
 namespace bagua::net {
 namespace {
@@ -221,25 +221,40 @@ TEST(UsableCpus, FollowsTheAffinityMask) {
   EXPECT_EQ(usableCpuCount(), 1);
   // The engine sizes itself from the same count: the smallest pool, no spin,
   // and (BAGUA_NET_ENGINE unset here) epoll.
-  EXPECT_EQ(PluginState::get().engineThreads(), 2);
-  EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
-  EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kEpoll);
+  PluginState state(params());
+  EXPECT_EQ(state.engineThreads(), 2);
+  EXPECT_EQ(state.engineSpinUs(), 0);
+  EXPECT_EQ(state.engineKind(), EngineKind::kEpoll);
 }
 
 TEST(UsableCpus, TwoCpusGetTwoWorkersAndNoSpin) {
   NarrowedCpus two(2);
   if (!two.ok()) GTEST_SKIP() << "needs 2 allowed CPUs";
   EXPECT_EQ(usableCpuCount(), 2);
-  EXPECT_EQ(PluginState::get().engineThreads(), 2);
-  EXPECT_EQ(PluginState::get().engineSpinUs(), 0);
-  EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kEpoll);
+  PluginState state(params());
+  EXPECT_EQ(state.engineThreads(), 2);
+  EXPECT_EQ(state.engineSpinUs(), 0);
+  EXPECT_EQ(state.engineKind(), EngineKind::kEpoll);
 }
 
 TEST(UsableCpus, FourCpusGetIoUringFirst) {
   NarrowedCpus four(4);
   if (!four.ok()) GTEST_SKIP() << "needs 4 allowed CPUs";
   if (usableCpuCount() < 4) GTEST_SKIP() << "a cgroup CPU quota holds this process below 4";
-  EXPECT_EQ(PluginState::get().engineKind(), EngineKind::kAuto);
+  EXPECT_EQ(PluginState(params()).engineKind(), EngineKind::kAuto);
+}
+
+TEST(UsableCpus, SetKnobsWinOverTheAutomaticChoice) {
+  NarrowedCpus one(1);
+  ASSERT_TRUE(one.ok()) << "sched_setaffinity failed";
+  Params p;
+  p.threads = 5;
+  p.spinUs = 7;
+  p.engine = EngineKind::kIoUring;
+  PluginState state(p);
+  EXPECT_EQ(state.engineThreads(), 5);
+  EXPECT_EQ(state.engineSpinUs(), 7);
+  EXPECT_EQ(state.engineKind(), EngineKind::kIoUring);
 }
 
 std::string fileText(const std::string& path) {

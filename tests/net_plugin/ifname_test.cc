@@ -1,8 +1,8 @@
 // NCCL_SOCKET_IFNAME semantics and device discovery.
 #include <gtest/gtest.h>
 
-#include "net_plugin/core/devices.h"
-#include "net_plugin/core/ifname_match.h"
+#include "net_plugin/base/devices.h"
+#include "net_plugin/base/ifname_match.h"
 
 namespace bagua::net {
 namespace {

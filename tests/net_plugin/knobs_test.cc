@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
-#include "net_plugin/core/comm.h"
-#include "net_plugin/core/params.h"
+#include "net_plugin/base/params.h"
+#include "net_plugin/transport/comm.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
-#include "net_plugin/core/rate_limiter.h"
+#include "net_plugin/transport/rate_limiter.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {

@@ -1,4 +1,4 @@
-// The adaptive stream count (BAGUA_NET_MAX_STREAMS, core/stream_tuner.h).
+// The adaptive stream count (BAGUA_NET_MAX_STREAMS, transport/stream_tuner.h).
 //
 // StreamCountRule.*: the widen/narrow rule on given epochs (no sockets).
 // AdaptiveStreams.*: real connections over loopback; tests/meson.build runs
@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "net_plugin/core/params.h"
-#include "net_plugin/core/send_comm.h"
-#include "net_plugin/core/stream_tuner.h"
+#include "net_plugin/base/params.h"
+#include "net_plugin/transport/send_comm.h"
+#include "net_plugin/transport/stream_tuner.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
-#include "net_plugin/core/wire.h"
+#include "net_plugin/transport/wire.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {

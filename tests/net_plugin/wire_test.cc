@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "net_plugin/core/wire.h"
+#include "net_plugin/transport/wire.h"
 
 namespace bagua::net {
 namespace {

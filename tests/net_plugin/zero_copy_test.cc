@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "net_plugin/api/api.h"
-#include "net_plugin/core/params.h"
-#include "net_plugin/core/plugin_state.h"
-#include "net_plugin/core/zero_copy_stats.h"
+#include "net_plugin/api/process.h"
+#include "net_plugin/base/params.h"
+#include "net_plugin/transport/zero_copy_stats.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {
@@ -31,7 +31,7 @@ Counts counts() {
 }
 
 // Whether this process's engine sends zero-copy when asked to.
-bool engineCanZeroCopy() { return PluginState::get().engine()->worker(0).zeroCopySupported(); }
+bool engineCanZeroCopy() { return api::processState().engine()->worker(0).zeroCopySupported(); }
 
 // Sends `messages` messages of `size` bytes in flight at once; each send
 // buffer is overwritten as soon as its send completes, before the receiver

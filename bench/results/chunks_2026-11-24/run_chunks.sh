@@ -2,7 +2,7 @@
 # Per-message chunk size (adaptive_chunks.patch) against the fixed 256 KiB chunk, loopback,
 # 2 ranks, one way and both ways, paired per round. Needs a build with the patch applied
 # (the knob BAGUA_NET_MAX_CHUNK_BYTES exists only there):
-#   git apply bench/results/chunks_2026-11-24/adaptive_chunks.patch && ninja -C build
+#   git show dfaa864:bench/results/chunks_2026-11-24/adaptive_chunks.patch | git apply && ninja -C build
 #   bash bench/results/chunks_2026-11-24/run_chunks.sh OUT 0-7 30
 # Usage: run_chunks.sh OUT [CPUS (0-1)] [REPS (20)] [MIN_SIZE (16M)]
 set -euo pipefail
@@ -13,7 +13,7 @@ MIN=${4:-16M}
 PERF=${PERF:-build/tools/bagua-net-perf}
 PLUGIN=${PLUGIN:-build/net_plugin/libnccl-net-bagua.so}
 if ! grep -q BAGUA_NET_MAX_CHUNK_BYTES "$PLUGIN"; then
-  echo "run_chunks.sh: $PLUGIN has no BAGUA_NET_MAX_CHUNK_BYTES; apply adaptive_chunks.patch and rebuild" >&2
+  echo "run_chunks.sh: $PLUGIN has no BAGUA_NET_MAX_CHUNK_BYTES; apply adaptive_chunks.patch (git show dfaa864:bench/results/chunks_2026-11-24/adaptive_chunks.patch) and rebuild" >&2
   exit 2
 fi
 mkdir -p "$OUT"

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "net_plugin/api/api.h"
-#include "net_plugin/core/wire.h"
+#include "net_plugin/transport/wire.h"
 
 namespace bagua::net::testing {
 namespace {

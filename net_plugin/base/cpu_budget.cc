@@ -1,0 +1,233 @@
+// CPU budget: affinity mask and cgroup v2 or v1 quota (see cpu_budget.h).
+#include "net_plugin/base/cpu_budget.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace bagua::net {
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Parses a non-negative decimal at the start of `text`, advancing past it.
+bool parseCount(std::string_view* text, long long* value) {
+  const char* end = text->data() + text->size();
+  auto [next, err] = std::from_chars(text->data(), end, *value);
+  if (err != std::errc() || *value < 0) return false;
+  text->remove_prefix(static_cast<size_t>(next - text->data()));
+  return true;
+}
+
+// Splits `text` at `sep` into the part before it (returned) and the rest.
+std::string_view nextField(std::string_view* text, char sep) {
+  size_t at = text->find(sep);
+  std::string_view field = text->substr(0, at);
+  text->remove_prefix(at == std::string_view::npos ? text->size() : at + 1);
+  return field;
+}
+
+// A mountinfo field with its octal escapes ("\040" for a space) decoded.
+std::string unescapeMountField(std::string_view field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    bool octal = field[i] == '\\' && i + 3 < field.size();
+    for (size_t k = 1; octal && k <= 3; ++k) octal = field[i + k] >= '0' && field[i + k] <= '7';
+    if (octal) {
+      out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
+                               (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+// True when the comma-separated `list` holds `item` ("rw,cpu,cpuacct" holds "cpu").
+bool listHas(std::string_view list, std::string_view item) {
+  while (!list.empty()) {
+    if (nextField(&list, ',') == item) return true;
+  }
+  return false;
+}
+
+// The smallest positive `cpusIn(dir)` over `path` and its ancestors (dir
+// "/a/b", "/a", ""), or 0.
+template <typename CpusIn>
+int tightestOnPath(std::string dir, CpusIn cpusIn) {
+  int limit = 0;
+  while (true) {
+    int cpus = cpusIn(dir);
+    if (cpus > 0 && (limit == 0 || cpus < limit)) limit = cpus;
+    size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos) break;
+    dir.resize(slash);
+  }
+  return limit;
+}
+
+// Where cgroup `path` of the hierarchy mounted with `fstype` ("cgroup" with
+// `controller` among its options, or "cgroup2") is: of its mounts in
+// mountinfo ("id parent major:minor root mountpoint options [tags] - fstype
+// source superopts"), the one whose root holds `path` most closely (a
+// container may see its own cgroup as the mount root; bind mounts may show
+// other subtrees). Empty when no mount shows it.
+CgroupDir cgroupMountFor(std::string_view mountinfo, std::string_view fstype,
+                         std::string_view controller, const std::string& path) {
+  CgroupDir best;
+  size_t bestRoot = 0;
+  bool found = false;
+  while (!mountinfo.empty()) {
+    std::string_view line = nextField(&mountinfo, '\n');
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    std::string_view tail = line.substr(dash + 3);
+    if (nextField(&tail, ' ') != fstype) continue;
+    nextField(&tail, ' ');  // source
+    if (!controller.empty() && !listHas(nextField(&tail, ' '), controller)) continue;
+    std::string_view head = line.substr(0, dash);
+    for (int i = 0; i < 3; ++i) nextField(&head, ' ');
+    std::string root = unescapeMountField(nextField(&head, ' '));
+    std::string mountPoint = unescapeMountField(nextField(&head, ' '));
+    if (root == "/") root.clear();  // so that "/a" below it reads as root + "/a"
+    bool below = path.compare(0, root.size(), root) == 0 &&
+                 (path.size() == root.size() || path[root.size()] == '/');
+    if (!below || (found && root.size() <= bestRoot)) continue;
+    best = {mountPoint, path.substr(root.size())};
+    bestRoot = root.size();
+    found = true;
+  }
+  if (best.path == "/") best.path.clear();
+  return best;
+}
+
+// CPUs in the affinity mask; the online CPUs where the mask does not fit a
+// cpu_set_t (EINVAL past 1024 CPUs).
+int affinityCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  }
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+int autoWorkerThreads(int usableCpus) {
+  // More workers than CPUs from 4 up: a worker inside a long kernel copy for
+  // one stream must not hold up another stream that has data (on 4 CPUs 8
+  // workers moved 1.2-1.9x what 2 did at 1-16 MiB). Below 4, 2 workers: 4
+  // moved less at 64 KiB-1 MiB and more at 16-64 MiB, both within noise
+  // (bench/results/cpu_budget_2026-11-23).
+  return usableCpus < kFewCpus ? 2 : std::min(2 * usableCpus, 16);
+}
+
+int autoSpinUs(int usableCpus) {
+  // From 8 CPUs spinning halves small-message latency (11 against 16-21 us)
+  // at no cost in bandwidth. On 4 it still halves latency but takes CPU from
+  // the copies: 0.4-0.8x the bandwidth at 256 KiB-1 MiB, the sizes NCCL
+  // hands the plugin; on 2 it loses both ways (latency 41-75 against 15-24).
+  return usableCpus >= 8 ? 50 : 0;
+}
+
+EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy) {
+  // Below 4 CPUs the NCCL proxy thread (polling test() with sched_yield) and
+  // the workers share the CPUs, and epoll had the lower small-message
+  // latency in 11 of 14 paired runs on 2 CPUs (p50 medians 8.2 against
+  // 9.9 us); bandwidth was within the runs' noise. From 4 CPUs the engines
+  // tie; bench/results/uring_floor_2026-11-23.
+  if (usableCpus < kFewCpus && zeroCopy == ZeroCopyMode::kOff) return EngineKind::kEpoll;
+  return EngineKind::kAuto;
+}
+
+int cpusFromCpuMax(std::string_view cpuMax) {
+  long long quota = 0;
+  long long period = 0;
+  if (!parseCount(&cpuMax, &quota) || cpuMax.empty() || cpuMax.front() != ' ') return 0;
+  cpuMax.remove_prefix(1);
+  if (!parseCount(&cpuMax, &period) || quota == 0 || period == 0) return 0;
+  return static_cast<int>((quota + period - 1) / period);
+}
+
+std::string cgroupV2Path(std::string_view procSelfCgroup) {
+  // Each line is "hierarchy-id:controllers:path"; v2 is the line "0::path".
+  while (!procSelfCgroup.empty()) {
+    size_t eol = procSelfCgroup.find('\n');
+    std::string_view line = procSelfCgroup.substr(0, eol);
+    if (line.substr(0, 3) == "0::") return std::string(line.substr(3));
+    if (eol == std::string_view::npos) break;
+    procSelfCgroup.remove_prefix(eol + 1);
+  }
+  return {};
+}
+
+int cgroupCpuLimit(const std::string& root, const std::string& path) {
+  // "/a/b" -> "/a" -> "" (the root, which has no cpu.max)
+  return tightestOnPath(path, [&](const std::string& dir) {
+    return cpusFromCpuMax(readFile(root + dir + "/cpu.max"));
+  });
+}
+
+int cpusFromCfsQuota(std::string_view quotaUs, std::string_view periodUs) {
+  long long quota = 0;
+  long long period = 0;
+  // "-1" (no quota) fails parseCount, as does anything else that is not a count.
+  if (!parseCount(&quotaUs, &quota) || !parseCount(&periodUs, &period)) return 0;
+  if (quota == 0 || period == 0) return 0;
+  return static_cast<int>((quota + period - 1) / period);
+}
+
+CgroupDir cgroupV1Cpu(std::string_view mountinfo, std::string_view procSelfCgroup) {
+  // /proc/self/cgroup: "hierarchy-id:controllers:path", one line per hierarchy.
+  while (!procSelfCgroup.empty()) {
+    std::string_view line = nextField(&procSelfCgroup, '\n');
+    nextField(&line, ':');
+    if (listHas(nextField(&line, ':'), "cpu")) {
+      return cgroupMountFor(mountinfo, "cgroup", "cpu", std::string(line));
+    }
+  }
+  return {};
+}
+
+CgroupDir cgroupV2Dir(std::string_view mountinfo, std::string_view procSelfCgroup) {
+  std::string path = cgroupV2Path(procSelfCgroup);
+  return path.empty() ? CgroupDir{} : cgroupMountFor(mountinfo, "cgroup2", "", path);
+}
+
+int cgroupV1CpuLimit(const std::string& mountPoint, const std::string& path) {
+  return tightestOnPath(path, [&](const std::string& dir) {
+    std::string at = mountPoint + dir;
+    return cpusFromCfsQuota(readFile(at + "/cpu.cfs_quota_us"),
+                            readFile(at + "/cpu.cfs_period_us"));
+  });
+}
+
+int usableCpuCount() {
+  int cpus = affinityCpuCount();
+  auto bound = [&cpus](int quota) {
+    if (quota > 0 && (cpus <= 0 || quota < cpus)) cpus = quota;
+  };
+  std::string procSelfCgroup = readFile("/proc/self/cgroup");
+  std::string mountinfo = readFile("/proc/self/mountinfo");
+  std::string v2Path = cgroupV2Path(procSelfCgroup);
+  CgroupDir v2 = cgroupV2Dir(mountinfo, procSelfCgroup);
+  // No cgroup2 mount shows our cgroup (or no mountinfo): the usual place.
+  if (v2.mountPoint.empty() && !v2Path.empty()) v2 = {"/sys/fs/cgroup", v2Path};
+  if (!v2.mountPoint.empty()) bound(cgroupCpuLimit(v2.mountPoint, v2.path));
+  CgroupDir v1 = cgroupV1Cpu(mountinfo, procSelfCgroup);
+  if (!v1.mountPoint.empty()) bound(cgroupV1CpuLimit(v1.mountPoint, v1.path));
+  return cpus > 0 ? cpus : 1;
+}
+
+}  // namespace bagua::net

@@ -1,0 +1,65 @@
+// Small wrappers over the socket system calls the plugin uses, and an owning
+// file-descriptor type. Setup-time helpers throw NetError naming the call,
+// the address and errno (EMFILE and ENOMEM included).
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <utility>
+
+#include "net_plugin/base/params.h"
+#include "net_plugin/base/sock_addr.h"
+
+namespace bagua::net {
+
+// Owns a file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// A non-blocking listening socket bound to `addr` with an ephemeral port;
+// *bound receives the address with the port the kernel chose.
+Fd openListener(const SockAddr& addr, SockAddr* bound);
+
+// Starts a non-blocking connect to `addr`. Returns the socket; *inProgress is
+// true when the connection completes later (EINPROGRESS). Throws on errors
+// that retrying cannot fix; returns an invalid Fd with *retryErr set for
+// errors worth retrying (ECONNREFUSED, ENETUNREACH, ETIMEDOUT, EAGAIN).
+Fd startConnect(const SockAddr& addr, bool* inProgress, int* retryErr);
+
+// TCP_NODELAY, keepalive and TCP_USER_TIMEOUT (dead-peer detection), and
+// buffer sizes from the knobs. Failures are logged, not fatal.
+void tuneStream(int fd, const Params& params);
+
+// Sets or clears O_NONBLOCK. Throws on failure.
+void setNonBlocking(int fd, bool nonBlocking);
+
+// A msghdr for sendmsg/recvmsg over `iovcnt` buffers of `iov` (no address, no
+// control data), as every vectored send and receive of the plugin uses.
+inline msghdr messageOf(const iovec* iov, int iovcnt) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<size_t>(iovcnt);
+  return msg;
+}
+
+// True for connect errors that a later attempt may not hit.
+bool isRetryableConnectError(int err);
+
+}  // namespace bagua::net

@@ -1,0 +1,98 @@
+// Comm: failure state, test(), stream start and close.
+#include "net_plugin/transport/comm.h"
+
+#include <chrono>
+
+#include "net_plugin/base/log.h"
+#include "net_plugin/transport/stream.h"
+
+namespace bagua::net {
+namespace {
+
+// A stream whose worker never answers within this time is leaked, not freed
+// under the worker's feet. Shutdown makes this practically unreachable.
+constexpr auto kCloseTimeout = std::chrono::seconds(30);
+
+}  // namespace
+
+Comm::Comm(Kind kind, std::string peer, std::shared_ptr<Engine> engine)
+    : engine_(std::move(engine)), kind_(kind), peer_(std::move(peer)) {}
+
+Comm::~Comm() { magic_ = 0; }
+
+Worker& nextWorker(Engine& engine) {
+  static std::atomic<unsigned> next{0};
+  unsigned index = next.fetch_add(1, std::memory_order_relaxed);
+  return engine.worker(static_cast<int>(index % static_cast<unsigned>(engine.workerCount())));
+}
+
+void Comm::startStreams(std::vector<std::unique_ptr<Stream>> streams) {
+  streams_ = std::move(streams);
+  for (auto& stream : streams_) {
+    Stream* s = stream.get();
+    s->worker().post([s] { s->start(); });
+  }
+}
+
+Status Comm::test(Request* req, int* done, int* size) {
+  if (req->done.load(std::memory_order_acquire)) {
+    *done = 1;
+    if (size != nullptr) {
+      size_t bytes = req->kind == RequestKind::kRecv ? req->msgSize : req->size;
+      // NCCL's sizes are int even where messages are size_t.
+      *size = bytes > static_cast<size_t>(INT32_MAX) ? INT32_MAX : static_cast<int>(bytes);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    releaseLocked(req);
+    return Status::kOk;
+  }
+  *done = 0;
+  Status failure = failure_.load(std::memory_order_acquire);
+  if (failure != Status::kOk) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failureLogged_) {
+      failureLogged_ = true;
+      BAGUA_WARN("%s connection with %s failed (%s): %s", kind_ == Kind::kSend ? "send" : "receive",
+                 peer_.c_str(), statusName(failure), failureMessage_.c_str());
+    }
+  }
+  return failure;
+}
+
+void Comm::fail(Status status, const std::string& message, bool quiet) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure_.load(std::memory_order_relaxed) != Status::kOk) return;
+  failureMessage_ = message;
+  failure_.store(status, std::memory_order_release);
+  if (quiet && !busyLocked()) return;
+  failureLogged_ = true;
+  BAGUA_WARN("%s connection with %s failed (%s): %s", kind_ == Kind::kSend ? "send" : "receive",
+             peer_.c_str(), statusName(status), message.c_str());
+}
+
+void Comm::streamClosed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++closedStreams_;
+  closedCv_.notify_all();
+}
+
+bool Comm::close() {
+  for (auto& stream : streams_) {
+    Stream* s = stream.get();
+    s->worker().post([s] { s->beginClose(); });
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  bool finished =
+      closedCv_.wait_for(lock, kCloseTimeout, [this] { return closedStreams_ == streams_.size(); });
+  if (!finished) {
+    BAGUA_WARN(
+        "closing connection with %s: %zu of %zu streams did not stop within %lld s; "
+        "leaking them",
+        peer_.c_str(), streams_.size() - closedStreams_, streams_.size(),
+        static_cast<long long>(kCloseTimeout.count()));
+    for (auto& stream : streams_) (void)stream.release();
+  }
+  return finished;
+}
+
+}  // namespace bagua::net

@@ -1,0 +1,94 @@
+// PluginState: one-time discovery and the reference-counted engine.
+#include "net_plugin/transport/plugin_state.h"
+
+#include "config.h"
+#include "net_plugin/base/cpu_budget.h"
+#include "net_plugin/base/log.h"
+#include "net_plugin/base/status.h"
+
+namespace bagua::net {
+
+void PluginState::init() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (initialized_) return;
+  const Params& p = params_;
+  logParams();
+  devices_ = discoverDevices(p);
+  if (devices_.empty()) {
+    throw NetError(Status::kSystemError,
+                   "no usable network interface" +
+                       (p.socketIfname.empty() ? std::string()
+                                               : " matches NCCL_SOCKET_IFNAME=" + p.socketIfname));
+  }
+  std::string list;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const NetDevice& d = devices_[i];
+    list += " [" + std::to_string(i) + "]" + d.name + ":" + sockAddrToString(d.addr) + "<" +
+            std::to_string(d.speedMbps) + "Mbps>";
+  }
+  BAGUA_INFO(NCCL_INIT | NCCL_NET, "Bagua-Net %s: using%s", BAGUA_VERSION, list.c_str());
+  initialized_ = true;
+}
+
+EngineKind PluginState::engineKind() const {
+  EngineKind configured = params_.engine;
+  if (configured != EngineKind::kAuto) return configured;
+  return autoEngineKind(usableCpuCount(), params_.zeroCopy);
+}
+
+int PluginState::engineThreads() const {
+  int configured = params_.threads;
+  if (configured > 0) return configured;
+  return autoWorkerThreads(usableCpuCount());
+}
+
+int PluginState::engineSpinUs() const {
+  int configured = params_.spinUs;
+  if (configured >= 0) return configured;
+  return autoSpinUs(usableCpuCount());
+}
+
+std::shared_ptr<Engine> PluginState::engine() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<Engine> engine = engine_.lock();
+  if (engine) return engine;
+  std::string note;
+  int threads = engineThreads();
+  EngineKind kind = engineKind();
+  engine = createEngine(EngineConfig{kind, threads, engineSpinUs(), params_.cpus}, &note);
+  if (!note.empty()) BAGUA_WARN("%s", note.c_str());
+  // One line per process at INFO; restarts after idle periods only at TRACE.
+  if (!engineLogged_) {
+    std::string why = params_.engine == EngineKind::kAuto && kind == EngineKind::kEpoll
+                          ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
+                          : "";
+    BAGUA_INFO(NCCL_INIT | NCCL_NET,
+               "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
+               "%zu-byte chunks%s",
+               engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
+               params_.chunkBytes,
+               params_.rateLimitMbps > 0
+                   ? (", send rate limited to " + std::to_string(params_.rateLimitMbps) +
+                      " Mbit/s per rank (BAGUA_NET_RATE_LIMIT_MBPS, testing aid)")
+                         .c_str()
+                   : "");
+    engineLogged_ = true;
+  } else {
+    BAGUA_TRACE_LOG("%s engine restarted", engine->name());
+  }
+  engine_ = engine;
+  return engine;
+}
+
+std::shared_ptr<RateLimiter> PluginState::makeLimiter() const {
+  int mbps = params_.rateLimitMbps;
+  return mbps > 0 ? std::make_shared<RateLimiter>(mbps * 1e6 / 8) : nullptr;
+}
+
+std::shared_ptr<RateLimiter> PluginState::processLimiter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!processLimiter_) processLimiter_ = makeLimiter();
+  return processLimiter_;
+}
+
+}  // namespace bagua::net

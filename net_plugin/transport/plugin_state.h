@@ -1,0 +1,66 @@
+// The state of the plugin as NCCL sees it: the knobs it runs with, the
+// devices (discovered once) and the engine shared by every comm. The process
+// has one, which only the API layer reaches (api/process.h); tests may make
+// their own with other knobs.
+//
+// Lifecycle: the engine's worker threads exist only while something holds it:
+// a comm, or a v11 context (init .. finalize). When the last holder lets go,
+// the threads are joined, so NCCL may dlclose the library after its last
+// communicator (2.28 does) with no plugin thread left running. The library is
+// linked -z nodelete, so dlclose leaves it mapped and a later load finds this
+// state as it was; the next comm starts a new engine.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net_plugin/base/devices.h"
+#include "net_plugin/engine/engine.h"
+#include "net_plugin/transport/rate_limiter.h"
+
+namespace bagua::net {
+
+class PluginState {
+ public:
+  // Runs with `params` (copied).
+  explicit PluginState(const Params& params) : params_(params) {}
+  PluginState(const PluginState&) = delete;
+  PluginState& operator=(const PluginState&) = delete;
+
+  // Logs the knobs set in the environment, discovers devices and logs them,
+  // once (later calls do nothing). Throws NetError.
+  void init();
+
+  const Params& params() const { return params_; }
+
+  // The devices found by init(); empty before it.
+  const std::vector<NetDevice>& devices() const { return devices_; }
+
+  // The shared engine, started if no holder is alive. Throws NetError.
+  std::shared_ptr<Engine> engine();
+
+  // The engine kind to start (BAGUA_NET_ENGINE or the automatic choice).
+  EngineKind engineKind() const;
+  // Worker threads the engine uses (BAGUA_NET_THREADS or the automatic choice).
+  int engineThreads() const;
+  // Microseconds workers poll before sleeping (BAGUA_NET_SPIN_US or automatic).
+  int engineSpinUs() const;
+
+  // The rate limiter for ranks without a v11 context (NULL when unlimited).
+  std::shared_ptr<RateLimiter> processLimiter();
+  // A new limiter for one v11 communicator (NULL when unlimited).
+  std::shared_ptr<RateLimiter> makeLimiter() const;
+
+ private:
+  const Params params_;
+  std::mutex mutex_;
+  bool initialized_ = false;
+  std::vector<NetDevice> devices_;
+  std::weak_ptr<Engine> engine_;
+  std::shared_ptr<RateLimiter> processLimiter_;
+  bool engineLogged_ = false;
+};
+
+}  // namespace bagua::net

@@ -1,0 +1,214 @@
+// RecvComm (posted receives, chunk placement) and RecvStream (one stream's
+// read loop: header, then payload into the user buffer).
+//
+// Look-ahead: a payload receive also offers the header buffer after the
+// payload, so while data streams in, one receive ends a chunk and brings the
+// next chunk's header (one receive per chunk instead of two). The header
+// buffer is the stream's own, so nothing is read into memory the chunk's
+// placement has not decided on.
+#include "net_plugin/transport/recv_comm.h"
+
+#include <cerrno>
+
+#include "net_plugin/base/log.h"
+
+namespace bagua::net {
+
+RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine)
+    : Comm(Kind::kRecv, std::move(peer), std::move(engine)), pool_(this, RequestKind::kRecv) {
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    streams.push_back(std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]),
+                                                   &nextWorker(*engine_)));
+  }
+  startStreams(std::move(streams));
+}
+
+Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
+  std::vector<RecvStream*> wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Request* req = pool_.acquire();
+    *out = req;
+    if (req == nullptr) return Status::kOk;
+    req->seq = nextSeq_++;
+    req->data = static_cast<uint8_t*>(data);
+    req->size = capacity;
+    slots_[req->seq % kSlots] = req;
+    wake.swap(parked_);
+  }
+  for (RecvStream* s : wake) s->worker().post([s] { s->resume(); });
+  return Status::kOk;
+}
+
+RecvComm::Placement RecvComm::placeChunk(RecvStream* stream, const ChunkHeader& h, Request** out,
+                                         uint8_t** dest) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (failed()) return Placement::kFailed;
+  Request* req = slots_[h.seq % kSlots];
+  if (req == nullptr || req->seq != h.seq) {
+    if (h.seq >= nextSeq_) {
+      parked_.push_back(stream);
+      return Placement::kPark;
+    }
+    lock.unlock();
+    fail(Status::kRemoteError, "protocol error: chunk for message " + std::to_string(h.seq) +
+                                   ", which is not pending (next expected " +
+                                   std::to_string(nextSeq_) + ")");
+    return Placement::kFailed;
+  }
+  if (req->msgSize == kUnknownSize) {
+    if (h.msgSize > req->size) {
+      lock.unlock();
+      fail(Status::kInvalidUsage, "message truncated: the peer sent " + std::to_string(h.msgSize) +
+                                      " bytes but the posted receive holds only " +
+                                      std::to_string(req->size) +
+                                      " bytes (mismatched collective sizes across ranks?)");
+      return Placement::kFailed;
+    }
+    req->msgSize = h.msgSize;
+  } else if (req->msgSize != h.msgSize) {
+    lock.unlock();
+    fail(Status::kRemoteError, "protocol error: message " + std::to_string(h.seq) +
+                                   " announced as " + std::to_string(req->msgSize) + " and " +
+                                   std::to_string(h.msgSize) + " bytes");
+    return Placement::kFailed;
+  }
+  *out = req;
+  *dest = req->data + h.offset;
+  return Placement::kReady;
+}
+
+void RecvComm::chunkArrived(Request* req, size_t len) {
+  // Read the target before adding: once another stream completes the
+  // message, test() may release and reuse the request.
+  size_t target = req->msgSize;
+  size_t total = req->doneBytes.fetch_add(len, std::memory_order_acq_rel) + len;
+  if (total == target) req->done.store(true, std::memory_order_release);
+}
+
+void RecvComm::streamFinished() {
+  bool all = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    all = ++finishedStreams_ == streams_.size();
+  }
+  // Normal at teardown; an error only for receives that can no longer finish.
+  if (all) fail(Status::kRemoteError, "the peer closed the connection", /*quiet=*/true);
+}
+
+void RecvComm::releaseLocked(Request* req) {
+  if (slots_[req->seq % kSlots] == req) slots_[req->seq % kSlots] = nullptr;
+  pool_.release(req);
+}
+
+void RecvStream::start() {
+  Stream::start();
+  readHeader();
+}
+
+void RecvStream::readHeader(size_t ahead) {
+  state_ = State::kHeader;
+  dest_ = headerBytes_;
+  want_ = sizeof(ChunkHeader);
+  got_ = ahead;
+  if (got_ == want_) {
+    parseHeader();
+  } else {
+    readMore();
+  }
+}
+
+void RecvStream::readMore() {
+  recvPending_ = true;
+  iov_[0] = {dest_ + got_, want_ - got_};
+  int iovcnt = 1;
+  if (state_ == State::kPayload) {
+    iov_[1] = {headerBytes_, sizeof(headerBytes_)};
+    iovcnt = 2;
+  }
+  worker_->recv(fd_.get(), iov_, iovcnt);
+}
+
+void RecvStream::resume() {
+  if (state_ == State::kParked && !closing_) place();
+}
+
+void RecvStream::place() {
+  switch (recvComm_->placeChunk(this, header_, &req_, &dest_)) {
+    case RecvComm::Placement::kPark:
+      state_ = State::kParked;
+      return;
+    case RecvComm::Placement::kFailed:
+      state_ = State::kFailed;
+      return;
+    case RecvComm::Placement::kReady:
+      break;
+  }
+  if (header_.len == 0) {
+    RecvComm::chunkArrived(req_, 0);
+    readHeader();
+    return;
+  }
+  state_ = State::kPayload;
+  want_ = header_.len;
+  got_ = 0;
+  readMore();
+}
+
+void RecvStream::onEof() {
+  if (state_ == State::kHeader && got_ == 0) {
+    state_ = State::kFinished;
+    recvComm_->streamFinished();
+    return;
+  }
+  state_ = State::kFailed;
+  recvComm_->fail(Status::kRemoteError,
+                  "the peer closed stream " + std::to_string(index_) + " in the middle of a chunk");
+}
+
+void RecvStream::onRecvDone(int result) {
+  recvPending_ = false;
+  if (settleAfterIo()) return;
+  if (result == 0) {
+    onEof();
+    return;
+  }
+  if (result < 0) {
+    state_ = State::kFailed;
+    int err = -result;
+    Status status = (err == ECONNRESET || err == ETIMEDOUT || err == EPIPE) ? Status::kRemoteError
+                                                                            : Status::kSystemError;
+    recvComm_->fail(status, errnoMessage("receive on stream " + std::to_string(index_), err));
+    return;
+  }
+  size_t n = static_cast<size_t>(result);
+  size_t ahead = 0;  // bytes of the next header read after the payload
+  if (n > want_ - got_) {
+    ahead = n - (want_ - got_);
+    n = want_ - got_;
+  }
+  got_ += n;
+  if (got_ < want_) {
+    readMore();
+    return;
+  }
+  if (state_ == State::kPayload) {
+    RecvComm::chunkArrived(req_, header_.len);
+    readHeader(ahead);
+    return;
+  }
+  parseHeader();
+}
+
+void RecvStream::parseHeader() {
+  std::string why;
+  if (!parseChunkHeader(headerBytes_, sizeof(headerBytes_), &header_, &why)) {
+    state_ = State::kFailed;
+    recvComm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
+    return;
+  }
+  place();
+}
+
+}  // namespace bagua::net

@@ -1,0 +1,132 @@
+// SendComm: the message queue and the chunk hand-out to streams.
+#include "net_plugin/transport/send_comm.h"
+
+#include <sys/socket.h>
+#include <algorithm>
+
+#include <cerrno>
+
+#include "net_plugin/base/log.h"
+
+namespace bagua::net {
+
+SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
+                   std::shared_ptr<RateLimiter> limiter, const Params& params)
+    : Comm(Kind::kSend, std::move(peer), std::move(engine)),
+      pool_(this, RequestKind::kSend),
+      idle_(fds.size(), true),
+      active_(static_cast<int>(fds.size())),
+      chunkBytes_(params.chunkBytes),
+      minSplitBytes_(params.minSplitBytes),
+      limiter_(std::move(limiter)) {
+  if (params.adaptiveStreams != 0 && fds.size() > 1) {
+    std::vector<int> raw;
+    for (const Fd& fd : fds) raw.push_back(fd.get());
+    tuner_.emplace(std::move(raw), params.streams);
+    active_ = tuner_->active();
+  }
+  mostActive_ = active_;
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
+                                                   &nextWorker(*engine_), params.zeroCopy,
+                                                   params.zeroCopyBytes));
+  }
+  startStreams(std::move(streams));
+}
+
+SendComm::~SendComm() {
+  if (tuner_ && (tuner_->widened() > 0 || tuner_->narrowed() > 0)) {
+    BAGUA_INFO(
+        NCCL_NET, "connection to %s ended on %d of %d streams (widened %d, narrowed %d times)",
+        peer().c_str(), tuner_->active(), tuner_->most(), tuner_->widened(), tuner_->narrowed());
+  }
+}
+
+int SendComm::activeStreams() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return active_;
+}
+
+int SendComm::mostActiveStreams() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mostActive_;
+}
+
+Status SendComm::isend(void* data, size_t size, Request** out) {
+  std::vector<SendStream*> wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Request* req = pool_.acquire();
+    *out = req;
+    if (req == nullptr) return Status::kOk;  // all in use: NCCL asks again
+    req->seq = nextSeq_++;
+    req->data = static_cast<uint8_t*>(data);
+    req->size = size;
+    if (sendInlineLocked(req)) return Status::kOk;
+    queue_.push_back(req);
+    // Wake as many idle streams as the message has chunks.
+    size_t chunks = size <= minSplitBytes_ ? 1 : (size + chunkBytes_ - 1) / chunkBytes_;
+    for (size_t i = 0; i < static_cast<size_t>(active_) && wake.size() < chunks; ++i) {
+      if (idle_[i]) {
+        idle_[i] = false;
+        wake.push_back(static_cast<SendStream*>(streams_[i].get()));
+      }
+    }
+  }
+  for (SendStream* s : wake) s->worker().post([s] { s->pump(); });
+  return Status::kOk;
+}
+
+bool SendComm::sendInlineLocked(Request* req) {
+  if (req->size > minSplitBytes_ || !queue_.empty() || limiter_ || failed()) return false;
+  size_t stream = 0;
+  auto active = static_cast<size_t>(active_);
+  while (stream < active && !idle_[stream]) ++stream;
+  if (stream == active) return false;
+  auto* s = static_cast<SendStream*>(streams_[stream].get());
+  ChunkHeader header = makeChunkHeader(req->seq, req->size, 0, static_cast<uint32_t>(req->size));
+  iovec iov[2] = {{&header, sizeof(header)}, {req->data, req->size}};
+  msghdr msg = messageOf(iov, req->size > 0 ? 2 : 1);
+  ssize_t n = ::sendmsg(s->fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n <= 0) return false;  // EAGAIN or an error: the worker path retries and reports
+  Chunk chunk{req, 0, static_cast<uint32_t>(req->size)};
+  if (static_cast<size_t>(n) == sizeof(header) + req->size) {
+    req->doneBytes.store(req->size, std::memory_order_relaxed);
+    req->done.store(true, std::memory_order_release);
+    return true;
+  }
+  // The kernel took part of it: the stream's worker sends the rest.
+  idle_[stream] = false;
+  size_t sent = static_cast<size_t>(n);
+  s->worker().post([s, chunk, sent] { s->resume(chunk, sent); });
+  return true;
+}
+
+bool SendComm::takeChunk(int stream, Chunk* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A stream the tuner adds starts at the next isend(), which wakes idle
+  // streams below active_. Waking it from here would post to another
+  // stream's worker from a worker, which could race with close().
+  if (tuner_ && !failed() && tuner_->maybeRetune(StreamTuner::Clock::now())) {
+    active_ = tuner_->active();
+    mostActive_ = std::max(mostActive_, active_);
+  }
+  if (queue_.empty() || failed() || stream >= active_) {
+    idle_[static_cast<size_t>(stream)] = true;
+    return false;
+  }
+  Request* req = queue_.front();
+  uint64_t left = req->size - cursor_;
+  uint64_t len = req->size <= minSplitBytes_ ? left : std::min<uint64_t>(left, chunkBytes_);
+  *out = Chunk{req, cursor_, static_cast<uint32_t>(len)};
+  cursor_ += len;
+  if (cursor_ == req->size) {
+    queue_.pop_front();
+    cursor_ = 0;
+  }
+  idle_[static_cast<size_t>(stream)] = false;
+  return true;
+}
+
+}  // namespace bagua::net

@@ -1,0 +1,50 @@
+// Stream start and close protocol.
+#include "net_plugin/transport/stream.h"
+
+#include <sys/socket.h>
+
+namespace bagua::net {
+
+void Stream::start() { worker_->attach(fd_.get(), this); }
+
+void Stream::beginClose() {
+  closing_ = true;
+  if (ioPending()) {
+    // Wake pending operations: shutdown completes a blocked receive with 0
+    // and a blocked send with EPIPE; cancel covers what shutdown does not.
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    worker_->cancel(fd_.get());
+    return;
+  }
+  finishClose();
+}
+
+bool Stream::settleAfterIo() {
+  if (!closing_) return false;
+  if (!ioPending()) finishClose();
+  return true;
+}
+
+void Stream::settleAfterRelease() {
+  if (closed_ && !reportedClosed_ && !kernelHoldsBuffers()) {
+    reportedClosed_ = true;
+    owner_->streamClosed();  // the owner may delete this stream from here on
+  }
+}
+
+void Stream::finishClose() {
+  if (closed_) return;
+  closed_ = true;
+  worker_->detach(fd_.get());
+  if (kernelHoldsBuffers()) {
+    // Zero-copy data still queued: reset instead of a graceful close, so the
+    // kernel drops the queue and its notifications arrive promptly rather
+    // than after a dead peer's retransmission timeout.
+    linger abort{1, 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  }
+  fd_.reset();  // close(): queued data still goes out, followed by FIN
+  settleAfterRelease();
+}
+
+}  // namespace bagua::net

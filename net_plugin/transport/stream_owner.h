@@ -1,0 +1,16 @@
+// What a stream tells whoever owns it. Stream (stream.h) knows only this
+// interface, not the comm above it, so the include arrows of the transport
+// layer point one way: comm -> stream -> stream_owner.
+#pragma once
+
+namespace bagua::net {
+
+class StreamOwner {
+ public:
+  virtual ~StreamOwner() = default;
+  // On the stream's worker, once the stream is detached and its fd closed
+  // (and the kernel holds none of its buffers): the owner may delete it.
+  virtual void streamClosed() = 0;
+};
+
+}  // namespace bagua::net
