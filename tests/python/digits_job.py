@@ -65,6 +65,9 @@ def main():
     with open(f"{args.out}.rank{rank}.json", "w") as f:
         json.dump({"losses": losses, "accuracy": accuracy, "weights": weights,
                    "world": size, "pid": os.getpid()}, f)
+    if not args.single:
+        wrapped.close()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ CUDA device, created on first use by all its members together (the first
 operation on a communicator is collective, even a send; members that do not
 join in time get a TimeoutError that says so).
 """
+import atexit
 import datetime
 import os
 
@@ -168,6 +169,10 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
                           LOCAL_RANK=str(rank % local_world_size),
                           LOCAL_WORLD_SIZE=str(local_world_size))
     if not dist.is_initialized():
+        # Ours to tear down at exit: a process that exits with torch's
+        # process group alive can abort in its threads' teardown ("terminate
+        # called without an active exception", seen under load).
+        atexit.register(_shutdown)
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         timeout = datetime.timedelta(seconds=_timeout_s())
         if store is not None:
@@ -186,6 +191,13 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
     _state["store"] = store if store is not None else dist.distributed_c10d._get_default_store()
     stream = torch.cuda.Stream(priority=-1) if torch.cuda.is_available() else None
     _state["default"] = new_group(stream=stream)
+
+
+def _shutdown():
+    """At exit: release the runtime's communicators, then torch's group."""
+    _state["default"] = None
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _get_default_group():
