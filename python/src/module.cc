@@ -111,13 +111,16 @@ NB_MODULE(_C, m) {
   nb::class_<bagua::python::PyReducer>(m, "Reducer")
       .def(nb::init<bagua::python::ProcessGroup&, bagua::Store&, const std::string&,
                     const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>&,
-                    size_t, double, const std::string&, const bagua::OptionMap&>(),
+                    size_t, double, const std::string&, const bagua::OptionMap&,
+                    bagua::python::ProcessGroup*, bagua::python::ProcessGroup*, int>(),
            "group"_a, "store"_a, "algorithm"_a, "tensors"_a, "bucket_bytes"_a = 10u << 20,
            "timeout_s"_a = 300.0, "prefix"_a = "bagua/reducer",
-           "options"_a = bagua::OptionMap{}, nb::keep_alive<1, 2>(),
-           nb::keep_alive<1, 3>(),
+           "options"_a = bagua::OptionMap{}, "intra"_a = nb::none(), "inter"_a = nb::none(),
+           "nodes"_a = 1, nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>(),
            "Plans buckets over tensors (name, data pointer, numel, dtype) and drives the "
-           "algorithm over them; every rank must register the same tensors.")
+           "algorithm over them; every rank must register the same tensors. With `intra` "
+           "(this node's ranks) the algorithm runs hierarchically: reduced in the node, run "
+           "among the `nodes` leaders over `inter` (None on other ranks), broadcast back.")
       .def("mark_ready", &bagua::python::PyReducer::markReady, "index"_a, "ptr"_a)
       .def("mark_all_ready", &bagua::python::PyReducer::markAllReady)
       .def("wait", &bagua::python::PyReducer::wait, nb::call_guard<nb::gil_scoped_release>())

@@ -83,7 +83,7 @@ class PyReducer {
   PyReducer(ProcessGroup& group, Store& store, const std::string& algorithm,
             const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
             size_t bucketBytes, double timeoutS, const std::string& prefix,
-            const OptionMap& options);
+            const OptionMap& options, ProcessGroup* intra, ProcessGroup* inter, int nodes);
   void markReady(size_t index, uintptr_t ptr) {
     reducer_->markReady(index, reinterpret_cast<void*>(ptr));
   }

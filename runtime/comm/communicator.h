@@ -71,6 +71,11 @@ class Communicator {
   virtual std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) = 0;
   // Completes once every rank has entered it.
   virtual std::shared_ptr<Work> barrier() = 0;
+  // Local ordering across communicators: operations enqueued after this call
+  // start only once `work` (of any communicator or ops) finished. CPU: the
+  // worker thread waits for it; CUDA: the stream waits for its event (the
+  // host never blocks) when `work` is a CUDA stream's.
+  virtual void waitFor(std::shared_ptr<Work> work) = 0;
 };
 
 }  // namespace bagua

@@ -205,4 +205,11 @@ std::shared_ptr<Work> GlooCommunicator::recv(void* data, size_t bytes, int peer)
   });
 }
 
+void GlooCommunicator::waitFor(std::shared_ptr<Work> work) {
+  std::string what = "waiting for " + work->what();
+  enqueue(std::move(what), [work = std::move(work), timeout = options_.timeout] {
+    work->wait(timeout);
+  });
+}
+
 }  // namespace bagua

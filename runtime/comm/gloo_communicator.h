@@ -75,6 +75,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) override;
   std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) override;
   std::shared_ptr<Work> barrier() override;
+  void waitFor(std::shared_ptr<Work> work) override;
 
   // Runs `fn` on the worker thread, ordered with the collectives.
   std::shared_ptr<Work> enqueue(std::string what, std::function<void()> fn);

@@ -53,6 +53,7 @@ class EventWork final : public Work {
   }
 
   const std::string& what() const override { return what_; }
+  cudaEvent_t event() const { return event_; }
 
  private:
   NcclCommunicator& comm_;
@@ -155,5 +156,13 @@ void NcclCommunicator::waitEvent(cudaEvent_t event) {
 }
 
 std::shared_ptr<Work> NcclCommunicator::fence(std::string what) { return record(std::move(what)); }
+
+void NcclCommunicator::waitFor(std::shared_ptr<Work> work) {
+  if (auto* event = dynamic_cast<EventWork*>(work.get())) {
+    BAGUA_CUDA_CHECK(cudaStreamWaitEvent(stream_, event->event(), 0));
+    return;
+  }
+  work->wait(options_.timeout);  // not a stream's: only the host can wait for it
+}
 
 }  // namespace bagua

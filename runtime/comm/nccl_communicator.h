@@ -71,6 +71,7 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<Work> send(const void* data, size_t bytes, int peer) override;
   std::shared_ptr<Work> recv(void* data, size_t bytes, int peer) override;
   std::shared_ptr<Work> barrier() override;
+  void waitFor(std::shared_ptr<Work> work) override;
 
   // Makes the communicator's stream wait for `event` (recorded by the
   // caller's compute stream when its tensors are ready). Never blocks.

@@ -25,7 +25,9 @@ Reducer::Reducer(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> 
                   "tensor " + std::to_string(i) + " (" + t.name + ") has no data");
     requireAlgorithmDType("tensor " + std::to_string(i) + " (" + t.name + ")", t.dtype);
   }
-  checkRegistrationConsistent(store, options_.storePrefix, comm_->rank(), comm_->size(), tensors_,
+  const bool ownCheck = options_.checkRank < 0;
+  checkRegistrationConsistent(store, options_.storePrefix, ownCheck ? comm_->rank() : options_.checkRank,
+                              ownCheck ? comm_->size() : options_.checkSize, tensors_,
                               options_.timeout);
   buckets_ =
       planBuckets(tensors_, options_.bucketBytes, algorithm_->bucketAlignment(comm_->size()));

@@ -31,6 +31,11 @@ class Reducer {
     size_t bucketBytes = 10u << 20;  // Bagua's default bucket size
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     std::string storePrefix = "bagua/reducer";
+    // The rank and size under which registrations are compared across ranks
+    // (-1: the communicator's). A hierarchical reducer runs on the
+    // intra-node communicator but checks against every rank of the job.
+    int checkRank = -1;
+    int checkSize = -1;
   };
 
   // Plans buckets for `tensors` and sets the algorithm up. Every rank must

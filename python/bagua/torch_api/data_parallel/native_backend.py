@@ -5,15 +5,40 @@ checks every rank registered the same tensors, launches bucket k once its
 tensors are ready and buckets 0..k-1 are launched, and is waited for once
 per step; a watchdog turns a stuck bucket into a TimeoutError."""
 import logging
-import warnings
 
 import torch
 
-from .. import env
-from ..process_group import _default_store
+from ..process_group import BaguaCommunicator, _default_store, _node_of_ranks
 
 _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _logger = logging.getLogger("bagua")
+
+
+def hierarchy_of(ddp):
+    """(intra-node communicator, inter-node one or None off the leaders,
+    number of nodes) for the engine's group, or None where hierarchical
+    communication is the flat one (every node holds one rank). Nodes must
+    hold the same number of ranks."""
+    nodes = _node_of_ranks()
+    ranks = ddp.comm.ranks
+    members = {}
+    for r in ranks:
+        members.setdefault(nodes[r], []).append(r)
+    sizes = {len(v) for v in members.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"bagua: hierarchical=True needs every node to hold the same number of "
+                         f"ranks; this job's nodes hold {sorted(len(v) for v in members.values())}"
+                         " (pass hierarchical=False)")
+    if sizes == {1}:
+        return None
+    me = ranks[ddp.comm.rank()]
+    mine = members[nodes[me]]
+    intra = BaguaCommunicator(ddp.process_group, f"{ddp.comm.kind}/intra{nodes[me]}", mine)
+    inter = None
+    if me == mine[0]:
+        leaders = [v[0] for v in members.values()]
+        inter = BaguaCommunicator(ddp.process_group, f"{ddp.comm.kind}/inter", leaders)
+    return intra, inter, len(members)
 
 
 class NativeBackend:
@@ -31,19 +56,19 @@ class NativeBackend:
                                  f"{algorithm} communicates {', '.join(map(str, _DTYPES))}")
             specs.append((t.bagua_tensor_name, value.data_ptr(), value.numel(),
                           _DTYPES[value.dtype]))
-        self._warn_if_hierarchical(algorithm, options)
         self._store = _C.CallbackStore(_default_store())
+        hierarchy = hierarchy_of(ddp) if options.get("hierarchical") else None
+        extra = {}
+        if hierarchy is not None:
+            intra, inter, nodes = hierarchy
+            extra = dict(intra=intra.backend(ddp.device), nodes=nodes,
+                         inter=inter.backend(ddp.device) if inter is not None else None)
+            _logger.info("bagua: %s runs hierarchically: %d nodes of %d ranks", algorithm,
+                         nodes, intra.nranks())
         self.reducer = _C.Reducer(ddp.backend(), self._store, algorithm, specs,
                                   bucket_bytes=ddp.bucket_bytes, timeout_s=ddp.timeout_s,
-                                  prefix=f"bagua/{ddp.comm.kind}/reducer", options=options)
-
-    @staticmethod
-    def _warn_if_hierarchical(algorithm, options):
-        if options.get("hierarchical") and env.get_local_size() > 1 and \
-                env.get_world_size() > env.get_local_size():
-            warnings.warn(f"bagua: {algorithm}(hierarchical=True): hierarchical communication "
-                          "is not built yet; this job runs the flat algorithm over all ranks",
-                          stacklevel=4)
+                                  prefix=f"bagua/{ddp.comm.kind}/reducer", options=options,
+                                  **extra)
 
     def mark_communication_ready(self, name):
         index = self._index[name]
