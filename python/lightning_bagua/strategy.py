@@ -13,9 +13,14 @@ algorithm. Manual optimization works: gradients are averaged in
 """
 from contextlib import contextmanager
 
+from lightning.fabric.utilities.optimizer import _optimizers_to_device
+from lightning.pytorch.overrides.distributed import _sync_module_states
 from lightning.pytorch.strategies import DDPStrategy, StrategyRegistry
+from lightning.pytorch.trainer.states import TrainerFn
 
+from bagua import registry
 from bagua.torch_api.algorithms import GlobalAlgorithmRegistry
+from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
 from bagua.torch_api.data_parallel import DistributedDataParallel
 
 
@@ -39,9 +44,14 @@ class BaguaStrategy(DDPStrategy):
                  precision_plugin=None, process_group_backend=None, bucket_mb=None,
                  find_unused_parameters=False, broadcast_buffers=True, timeout_s=None,
                  **bagua_kwargs):
-        # Built once here so that a wrong name or option fails now.
+        # Checked here so that a wrong name or option fails now; QAdam is built
+        # at setup, with the QAdamOptimizer that configure_optimizers returns.
         self._bagua_algorithm_factory = GlobalAlgorithmRegistry.get(algorithm)
-        self._bagua_algorithm_factory(**bagua_kwargs)
+        if algorithm in registry.names():
+            registry.check_available(algorithm)
+            registry.resolve_options(algorithm, bagua_kwargs)
+        else:
+            self._bagua_algorithm_factory(**bagua_kwargs)
         super().__init__(accelerator=accelerator, parallel_devices=parallel_devices,
                          cluster_environment=cluster_environment, checkpoint_io=checkpoint_io,
                          precision_plugin=precision_plugin,
@@ -57,11 +67,42 @@ class BaguaStrategy(DDPStrategy):
     def algorithm(self):
         return self._bagua_algorithm
 
+    def setup(self, trainer):
+        """DDPStrategy.setup with the optimizers set up before the model is
+        wrapped (as the original strategy did): the engine broadcasts their
+        state, hooks their steps, and QAdam needs its optimizer."""
+        self.accelerator.setup(trainer)
+        fitting = trainer.state.fn == TrainerFn.FITTING
+        if fitting and self._layer_sync:
+            self.model = self._layer_sync.apply(self.model)
+        self.precision_plugin.convert_module(self.model)
+        self.model_to_device()
+        if fitting:
+            self.setup_optimizers(trainer)
+            _optimizers_to_device(self.optimizers, self.root_device)
+            self.configure_ddp()
+        else:
+            _sync_module_states(self.model)
+        self.setup_precision_plugin()
+
     def _setup_model(self, model):
-        algorithm = self._bagua_algorithm_factory(**self._bagua_kwargs)
+        kwargs = dict(self._bagua_kwargs)
+        if self._bagua_algorithm == "qadam":
+            kwargs["q_adam_optimizer"] = self._qadam_optimizer()
+        algorithm = self._bagua_algorithm_factory(**kwargs)
         return DistributedDataParallel(model, optimizers=self.optimizers, algorithm=algorithm,
                                        gradient_as_bucket_view=self._bagua_flatten,
                                        **self._bagua_options)
+
+    def _qadam_optimizer(self):
+        """The one QAdamOptimizer of configure_optimizers (as the original strategy)."""
+        found = [o for o in self.optimizers if isinstance(o, QAdamOptimizer)]
+        if len(found) != 1 or len(self.optimizers) != 1:
+            raise ValueError(
+                "BaguaStrategy(algorithm='qadam') needs configure_optimizers to return exactly "
+                "one bagua.torch_api.algorithms.q_adam.QAdamOptimizer, got "
+                f"{[type(o).__name__ for o in self.optimizers]}")
+        return found[0]
 
     def _register_ddp_hooks(self):
         # torch DDP comm hooks do not apply: Bagua's algorithm is the hook.

@@ -12,6 +12,7 @@ from sklearn.datasets import load_digits
 from torch.utils.data import DataLoader, TensorDataset
 
 import lightning_bagua  # noqa: F401  (registers strategy="bagua")
+from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
 from lightning_bagua import BaguaStrategy
 
 
@@ -56,6 +57,9 @@ class Digits(L.LightningModule):
         return loss
 
     def configure_optimizers(self):
+        if isinstance(self.trainer.strategy, BaguaStrategy) and \
+                self.trainer.strategy.algorithm == "qadam":
+            return QAdamOptimizer(self.parameters(), lr=0.01, warmup_steps=10)
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
 
 
