@@ -1,9 +1,10 @@
 """Bagua 0.9's examples/mnist/main.py, unchanged in structure and API use,
 with two differences: the data is scikit-learn's bundled 8x8 digits (no
 download; the network's sizes follow the smaller images) and the `.cuda()`
-calls are gone, so it runs on CPU processes (Gloo) as well as GPUs. Added
-for the tests: `--algorithm ddp` (the same training under torch DDP, the
-baseline) and `--out` (a JSON of the final weights and accuracy per rank).
+calls became `.to(device)`, CUDA where there is a GPU (ranks share it when
+there are more ranks than GPUs), else CPU processes over Gloo. Added for the
+tests: `--algorithm ddp` (the same training under torch DDP, the baseline)
+and `--out` (a JSON of the final weights and accuracy per rank).
 
     python -m bagua.distributed.launch --nproc_per_node 2 mnist_digits.py --algorithm bytegrad
 """
@@ -62,9 +63,10 @@ def digits_datasets():
     return train, test
 
 
-def train(args, model, train_loader, optimizer, epoch):
+def train(args, model, train_loader, optimizer, epoch, device):
     model.train()
     for batch_idx, (data, target) in enumerate(train_loader):
+        data, target = data.to(device), target.to(device)
         optimizer.zero_grad()
         output = model(data)
         loss = F.nll_loss(output, target)
@@ -85,12 +87,13 @@ def train(args, model, train_loader, optimizer, epoch):
             )
 
 
-def test(model, test_loader):
+def test(model, test_loader, device):
     model.eval()
     test_loss = 0
     correct = 0
     with torch.no_grad():
         for data, target in test_loader:
+            data, target = data.to(device), target.to(device)
             output = model(data)
             test_loss += F.nll_loss(output, target, reduction="sum").item()
             pred = output.argmax(dim=1, keepdim=True)
@@ -140,6 +143,10 @@ def main():
         torch.manual_seed(666)
         torch.set_printoptions(precision=10)
 
+    device = torch.device("cpu")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", bagua.get_local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     bagua.init_process_group()
 
     logging.basicConfig(format="%(levelname)s:%(message)s", level=logging.ERROR)
@@ -163,7 +170,7 @@ def main():
     train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)
     test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)
 
-    model = Net()
+    model = Net().to(device)
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
 
     if args.algorithm == "gradient_allreduce":
@@ -199,7 +206,8 @@ def main():
         raise NotImplementedError
 
     if algorithm is None:
-        model = torch.nn.parallel.DistributedDataParallel(model)
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
     else:
         model = model.with_bagua(
             [optimizer],
@@ -217,12 +225,12 @@ def main():
         if args.algorithm == "async":
             model.bagua_algorithm.resume(model)
 
-        train(args, model, train_loader, optimizer, epoch)
+        train(args, model, train_loader, optimizer, epoch, device)
 
         if args.algorithm == "async":
             model.bagua_algorithm.abort(model)
 
-        accuracy = test(model, test_loader)
+        accuracy = test(model, test_loader, device)
         scheduler.step()
 
     if args.save_model:

@@ -34,9 +34,10 @@ def value(rank, n, dtype, salt=0):
 
 def everyone(t):
     """Every rank's `t`, through torch.distributed's Gloo (the reference)."""
-    out = [torch.empty_like(t.to(torch.float64)) for _ in range(dist.get_world_size())]
-    dist.all_gather(out, t.to(torch.float64))
-    return [o.to(t.dtype) for o in out]
+    host = t.cpu().to(torch.float64)
+    out = [torch.empty_like(host) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, host)
+    return [o.to(t.dtype).to(t.device) for o in out]
 
 
 def reduce_all(tensors, op):
@@ -216,10 +217,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--mismatch", default=None)
+    p.add_argument("--device", default="cpu", help="cpu (Gloo) or cuda (NCCL)")
     args = p.parse_args()
+    if args.device == "cuda":
+        torch.cuda.set_device(bagua.get_local_rank() % torch.cuda.device_count())
+        torch.set_default_device("cuda")
     bagua.init_process_group()
     rank, n = bagua.get_rank(), bagua.get_world_size()
-    result = {"rank": rank}
+    result = {"rank": rank, "device": args.device}
     if args.mismatch:
         start = time.time()
         try:

@@ -60,6 +60,10 @@ class BaguaCommunicator:
     def __repr__(self):
         return f"BaguaCommunicator({self.group.group_name}/{self.kind}, ranks={self.ranks})"
 
+    def release(self):
+        """Drops the runtime communicators (created again on next use)."""
+        self._backends.clear()
+
     def backend(self, device):
         """The runtime communicator (bagua._C.ProcessGroup) for `device`."""
         from .. import _C

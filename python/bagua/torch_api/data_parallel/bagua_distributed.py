@@ -183,11 +183,13 @@ class BaguaDistributedDataParallel:
                 lambda opt, args, kwargs: self._post_step_hook(opt)))
 
     def close(self):
-        """Removes the hooks; the module trains locally afterwards."""
+        """Removes the hooks and releases the engine's communicators; the
+        module trains locally afterwards."""
         for h in self._hooks:
             h.remove()
         self._hooks = []
         self._bagua_backend = None
+        self.comm.release()
 
     # -- hooks ----------------------------------------------------------------------
     def _on_forward(self, module, inputs):
