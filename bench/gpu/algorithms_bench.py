@@ -59,7 +59,7 @@ def wrap(name, model, device, args):
     opt = torch.optim.Adam(model.parameters(), lr=1e-4) if adam else \
         torch.optim.SGD(model.parameters(), lr=1e-3)
     if name.startswith("ddp"):
-        wrapped = DDP(model, device_ids=[device.index])
+        wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
         if "bf16" in name:
             wrapped.register_comm_hook(None, default_hooks.bf16_compress_hook)
         return wrapped, opt, args.warmup
@@ -84,14 +84,15 @@ def run_config(name, args, device, data):
         opt.step()
         return loss
 
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for i in range(warmup):
         step(i)
-    torch.cuda.synchronize()
+    sync()
     dist.barrier()
     start = time.perf_counter()
     for i in range(args.steps):
         loss = step(i)
-    torch.cuda.synchronize()
+    sync()
     seconds = time.perf_counter() - start
     rate = torch.tensor([args.steps / seconds], device=device)
     dist.all_reduce(rate, op=dist.ReduceOp.MIN)  # the job moves at its slowest rank
@@ -100,7 +101,8 @@ def run_config(name, args, device, data):
     if engine is not None:
         engine.close()
     del called, model, opt
-    torch.cuda.empty_cache()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     return float(rate.item()), finite
 
 
@@ -115,9 +117,13 @@ def main():
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda", help="cpu: a dry run of the script (Gloo)")
     args = p.parse_args()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
-    torch.cuda.set_device(device)
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
     bagua.init_process_group()
     rank = dist.get_rank()
     g = torch.Generator(device="cpu").manual_seed(rank)

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The original API and the algorithms on ONE GPU, every rank its own NCCL
+# host (NCCL_HOSTID, bench/gpu/hostid_exec.sh) under MPS, so every byte
+# crosses Bagua-Net (shared/BENCHMARKING.md):
+#   comm     the communication primitives on CUDA tensors (tests/python/comm_job.py
+#            --device cuda, 2 ranks) against torch's Gloo reference, and two
+#            mismatches with BAGUA_COMM_CHECK=1
+#   mnist    python/examples/mnist_digits.py under `python -m bagua.distributed.launch`,
+#            2 ranks: torch DDP, gradient_allreduce, bytegrad, decentralized, qadam
+#   bench    bench/gpu/algorithms_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000
+#   nolimit  the same with no rate limit
+#
+# Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
+# The wheel is installed with pip --no-deps into the machine's Python (torch's);
+# NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
+set -uo pipefail
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist bench nolimit]}
+shift
+STEPS=${*:-comm mnist bench nolimit}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo
+
+NVIDIA=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))')/nvidia
+NCCL_LIB=$(dirname "$(find "$NVIDIA" -name 'libnccl.so.2' | head -n 1)")
+CUDART_LIB=$(dirname "$(find "$NVIDIA" -name 'libcudart.so.13*' | head -n 1)")
+export LD_LIBRARY_PATH=$NCCL_LIB:$CUDART_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "cpus: $(nproc)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
+  echo "pip NCCL: $NCCL_LIB"
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+python3 -m pip install -q --no-deps --force-reinstall "${WHEEL:?WHEEL=<path of the bagua wheel>}" \
+  >"$OUT/install.log" 2>&1 || { tail -n 20 "$OUT/install.log"; exit 1; }
+PLUGIN=$(python3 -c 'import bagua; print(bagua.net_plugin_path())')
+python3 -c 'import bagua._C as c, bagua; print("has_nccl", c.has_nccl(), "plugin", bagua.net_plugin_path())' \
+  | tee -a "$OUT/env.txt"
+
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+
+NET=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+     NCCL_NET_PLUGIN="$PLUGIN" NCCL_NET=Bagua NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET)
+
+# ranks LABEL NPROC TIMEOUT [ENV=VALUE ...] -- ARGS...: torchrun, ranks as hosts.
+ranks() {
+  local label=$1 nproc=$2 cap=$3
+  shift 3
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  mkdir -p "$OUT/nccl_$label"
+  local t0=$SECONDS
+  env "${NET[@]}" NCCL_DEBUG_FILE="$OUT/nccl_$label/%h.%p.log" "${envs[@]}" timeout "$cap" \
+    python3 -m torch.distributed.run --standalone --nproc_per_node "$nproc" --no-python \
+    "$HERE/hostid_exec.sh" python3 "$@" >"$OUT/$label.log" 2>&1
+  local rc=$?
+  local net
+  net=$(grep -l "Using network Bagua" "$OUT/nccl_$label"/*.log 2>/dev/null | wc -l)
+  echo "$label rc=$rc $((SECONDS - t0))s (NCCL logs naming Bagua: $net)"
+  [ $rc -eq 0 ] || tail -n 15 "$OUT/$label.log"
+}
+
+for step in $STEPS; do
+  case $step in
+    comm)
+      ranks comm_cuda 2 180 -- "$ROOT/tests/python/comm_job.py" --device cuda --out "$OUT/comm"
+      python3 -c "
+import json
+for r in range(2):
+    d = json.load(open('$OUT/comm.rank%d.json' % r))
+    print('comm rank', r, 'checks', d['count'], 'failures', len(d['failures']), d['failures'][:5])"
+      for kind in size dtype; do
+        ranks "mismatch_$kind" 2 90 BAGUA_COMM_CHECK=1 -- "$ROOT/tests/python/comm_job.py" \
+          --device cuda --mismatch "$kind" --out "$OUT/mismatch_$kind"
+        python3 -c "
+import json
+for r in range(2):
+    d = json.load(open('$OUT/mismatch_$kind.rank%d.json' % r))
+    print('mismatch $kind rank', r, '%.1fs' % d['seconds'], d['error'][:160])"
+      done
+      ;;
+    mnist)
+      for algo in ddp gradient_allreduce bytegrad decentralized qadam; do
+        t0=$SECONDS
+        env "${NET[@]}" NCCL_DEBUG_FILE="$OUT/nccl_mnist_$algo.%h.%p.log" timeout 150 \
+          python3 -m bagua.distributed.launch --nproc_per_node 2 --master_port 29611 --no_python \
+          "$HERE/hostid_exec.sh" python3 "$ROOT/python/examples/mnist_digits.py" \
+          --algorithm "$algo" --epochs 4 --set-deterministic --out "$OUT/mnist_$algo" \
+          >"$OUT/mnist_$algo.log" 2>&1
+        echo "mnist $algo rc=$? $((SECONDS - t0))s"
+      done
+      python3 -c "
+import json, os
+for algo in ['ddp', 'gradient_allreduce', 'bytegrad', 'decentralized', 'qadam']:
+    p = '$OUT/mnist_%s.rank%d.json'
+    if not os.path.exists(p % (algo, 0)):
+        print(algo, 'no result'); continue
+    r = [json.load(open(p % (algo, k))) for k in range(2)]
+    print('mnist %-20s accuracy %.4f  ranks agree: %s' % (algo, r[0]['accuracy'], r[0]['weights'] == r[1]['weights']))"
+      ;;
+    bench)
+      ranks bench_10g 4 420 BAGUA_NET_RATE_LIMIT_MBPS=10000 -- \
+        "$HERE/algorithms_bench.py" --out "$OUT/bench_10g.json"
+      grep "steps/s" "$OUT/bench_10g.log" | tail -n 20
+      ;;
+    nolimit)
+      ranks bench_nolimit 4 300 -- "$HERE/algorithms_bench.py" \
+        --out "$OUT/bench_nolimit.json"
+      grep "steps/s" "$OUT/bench_nolimit.log" | tail -n 20
+      ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
