@@ -31,7 +31,7 @@ export LD_LIBRARY_PATH=$NCCL_LIB:$CUDART_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 {
   echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  echo "cpus: $(nproc)"
+  echo "cpus: $(nproc) (allowed: $(grep Cpus_allowed_list /proc/self/status | cut -f2))"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
   echo "pip NCCL: $NCCL_LIB"
 } >"$OUT/env.txt" 2>&1
