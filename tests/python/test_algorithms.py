@@ -85,3 +85,19 @@ def test_convergence_on_digits_with_4_processes(outdir):
     for mode in ("decentralized:all", "decentralized:shift_one"):
         assert abs(acc[mode] - acc["sgd"]) <= 0.005, (mode, acc)
     assert abs(acc["qadam"] - acc["adam"]) <= 0.005, acc
+
+
+def test_qadam_leaves_coordinates_without_variance_alone():
+    """A coordinate whose gradient was 0 through the warm-up has v = 0: after
+    the warm-up it must not move (its momentum would be noise / eps)."""
+    import torch
+
+    from bagua.torch_api.algorithms import q_adam
+
+    p = torch.nn.Parameter(torch.zeros(3))
+    opt = q_adam.QAdamOptimizer([p], lr=0.1, warmup_steps=2)
+    for step in range(4):
+        p.grad = torch.tensor([1.0, 0.0, -1.0]) if step < 2 else torch.tensor([1.0, 1e-3, -1.0])
+        opt.step()
+    assert p[1].item() == 0.0
+    assert p[0].item() < 0 < p[2].item()

@@ -50,6 +50,24 @@ def test_mnist_example_runs_unchanged(outdir, algorithm, ddp_accuracy):
     assert abs(ranks[0]["accuracy"] - ddp_accuracy) <= 0.02, (ranks[0]["accuracy"], ddp_accuracy)
 
 
+def test_mnist_example_with_qadam(outdir):
+    # QAdam is Adam: the example's lr (1.0, Adadelta's) is passed as Adam's,
+    # so it is run with an Adam learning rate, as a Bagua user would.
+    prefix = os.path.join(outdir, "qadam")
+    run = launch(EXAMPLE, 2, ["--algorithm", "qadam", "--epochs", "6", "--lr", "0.003",
+                              "--set-deterministic", "--out", prefix])
+    assert run.returncode == 0, run.stderr[-4000:]
+    ranks = load_ranks(prefix, 2)
+    assert ranks[0]["weights"] == ranks[1]["weights"]
+    assert ranks[0]["accuracy"] > 0.8, ranks[0]["accuracy"]
+
+
+def test_mnist_example_with_decentralized(outdir, ddp_accuracy):
+    ranks = mnist(outdir, "decentralized")
+    assert ranks[0]["accuracy"] > 0.8
+    assert abs(ranks[0]["accuracy"] - ddp_accuracy) <= 0.02, (ranks[0]["accuracy"], ddp_accuracy)
+
+
 @pytest.mark.parametrize("algorithm", ["low_precision_decentralized", "async"])
 def test_mnist_example_names_what_is_not_built_yet(outdir, algorithm):
     run = launch(EXAMPLE, 2, ["--algorithm", algorithm, "--epochs", "1"])

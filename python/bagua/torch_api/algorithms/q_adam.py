@@ -12,8 +12,11 @@ bits after a warm-up, with the variance frozen at its warm-up value.
   beta2^t) + eps) with v as it was at the end of the warm-up.
 
 Fixed against the original (docs/algorithms.md): weight decay is applied
-after the warm-up too (the original dropped it), and the moments are updated
-at every step including the one at the boundary (the original skipped it).
+after the warm-up too (the original dropped it), the moments are updated at
+every step including the one at the boundary (the original skipped it), and
+a coordinate whose variance is exactly 0 at the end of the warm-up (its
+gradient was always 0: a dead unit) is not updated afterwards (its averaged
+momentum is only quantization noise, and noise / eps diverged).
 """
 import math
 
@@ -105,8 +108,15 @@ class QAdamOptimizer(torch.optim.Optimizer):
                         grad = grad.add(p, alpha=group["weight_decay"])
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                elif not self._momentum_averaged:
-                    self.update_momentum(p, group)  # used without QAdamAlgorithm
+                else:
+                    if t == self.warmup_steps + 1:
+                        # A coordinate whose gradient was always exactly 0 in the
+                        # warm-up (a dead unit) has v = 0: its averaged momentum is
+                        # quantization noise, which m / (sqrt(v) + eps) would turn
+                        # into a step of lr * noise / eps. It gets no update.
+                        exp_avg_sq.masked_fill_(exp_avg_sq == 0, float("inf"))
+                    if not self._momentum_averaged:
+                        self.update_momentum(p, group)  # used without QAdamAlgorithm
                 bias_correction1 = 1 - beta1**t
                 bias_correction2_sqrt = math.sqrt(1 - beta2**t)
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(group["eps"])
