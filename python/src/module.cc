@@ -19,6 +19,7 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include "python/src/async_binding.h"
 #include "python/src/callback_store.h"
 #include "python/src/process_group.h"
 #include "python/src/registry_binding.h"
@@ -125,4 +126,6 @@ NB_MODULE(_C, m) {
       .def("mark_all_ready", &bagua::python::PyReducer::markAllReady)
       .def("wait", &bagua::python::PyReducer::wait, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("num_buckets", &bagua::python::PyReducer::numBuckets);
+
+  bagua::python::bindAsync(m);
 }

@@ -1,49 +1,26 @@
-// AlgorithmRegistry: Bagua's six algorithms (the built ones through their
-// files' info functions), option checking, creation.
+// AlgorithmRegistry: Bagua's six algorithms (each from its file's info
+// function), option checking, creation.
 #include "runtime/algorithms/registry.h"
 
+#include "runtime/algorithms/async_model_average.h"
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/decentralized.h"
 #include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/algorithms/low_precision_decentralized.h"
 #include "runtime/algorithms/qadam.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
 namespace {
 
-// Bagua's algorithms that this version does not build yet: their names and
-// options are the original's, so scripts fail with a clear message.
-std::vector<AlgorithmInfo> notYetBuilt() {
-  std::vector<AlgorithmInfo> out;
-  out.push_back({"low_precision_decentralized",
-                 "decentralized SGD on a ring, exchanging 8-bit compressed weight differences",
-                 Communicates::kWeights,
-                 Trigger::kAfterOptimizerStep,
-                 {{"hierarchical", true, "average inside a node first, then among node leaders"},
-                  {"communication_interval", int64_t{1}, "communicate every this many steps"}},
-                 {},
-                 {}});
-  out.push_back({"async",
-                 "asynchronous model average: weights averaged in the background",
-                 Communicates::kWeights,
-                 Trigger::kBackground,
-                 {{"peer_selection_mode", std::string("all"), "all"},
-                  {"sync_interval_ms", int64_t{500}, "milliseconds between two averages"},
-                  {"warmup_steps", int64_t{0}, "synchronous gradient allreduce steps first"}},
-                 {},
-                 {}});
-  return out;
-}
-
 AlgorithmRegistry makeGlobal() {
   AlgorithmRegistry registry;
-  std::vector<AlgorithmInfo> later = notYetBuilt();
   registry.add(gradientAllreduceInfo());
   registry.add(byteGradInfo());
   registry.add(decentralizedInfo());
-  registry.add(std::move(later[0]));  // low_precision_decentralized
+  registry.add(lowPrecisionDecentralizedInfo());
   registry.add(qAdamInfo());
-  registry.add(std::move(later[1]));  // async
+  registry.add(asyncModelAverageInfo());
   return registry;
 }
 

@@ -33,7 +33,7 @@ std::unique_ptr<DeviceBuffer> CudaOps::allocate(size_t bytes) {
 
 void CudaOps::copy(void* dst, const void* src, size_t bytes) {
   if (dst == src || bytes == 0) return;
-  BAGUA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_.stream()));
+  BAGUA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, comm_.stream()));
 }
 
 void CudaOps::zero(void* dst, size_t bytes) {

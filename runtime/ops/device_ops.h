@@ -29,7 +29,8 @@ class DeviceOps {
   virtual Device device() const = 0;
   // Allocates `bytes` (zeroed) on the device.
   virtual std::unique_ptr<DeviceBuffer> allocate(size_t bytes) = 0;
-  // dst <- src, `bytes` bytes.
+  // dst <- src, `bytes` bytes (either may be host memory: CUDA copies by
+  // unified addressing).
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   // Sets `bytes` bytes to zero.
   virtual void zero(void* dst, size_t bytes) = 0;

@@ -10,7 +10,14 @@ paired by a rotating matching between the two halves of the ranks. With
 `communication_interval=k` only steps 1, k+1, 2k+1... communicate. The
 communication is the runtime's ("decentralized" in its registry).
 
-LowPrecisionDecentralizedAlgorithm: not available in this version yet.
+LowPrecisionDecentralizedAlgorithm: after each optimizer step, each rank
+sends the 8-bit compressed difference between its new weights (mixed with
+its two ring neighbours' replicas) and its last sent state to both
+neighbours, and every rank keeps replicas of its neighbours' weights from
+those differences (DCD-PSGD; runtime/algorithms/low_precision_decentralized.h).
+It does not overlap the step: the exchange runs after optimizer.step().
+Every trained parameter must belong to one of the optimizers given to
+with_bagua.
 """
 from .native import NativeAlgorithm, NativeAlgorithmImpl
 from ..tensor import BaguaTensor
@@ -71,9 +78,58 @@ class DecentralizedAlgorithm(NativeAlgorithm):
         return DecentralizedAlgorithmImpl(process_group, self.options)
 
 
+class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
+    def __init__(self, process_group, options):
+        super().__init__(process_group, "low_precision_decentralized", options)
+        self.interval = int(options["communication_interval"])
+        self._done_step = -1
+
+    def init_tensors(self, bagua_ddp):
+        params = bagua_ddp.bagua_build_params()
+        owned = {id(p) for opt in bagua_ddp.bagua_optimizers for g in opt.param_groups
+                 for p in g["params"]}
+        missing = [n for n, p in params if id(p) not in owned]
+        if missing:
+            raise ValueError(f"low_precision_decentralized: parameters {missing[:5]} are in no "
+                             "optimizer given to with_bagua; every trained parameter must be "
+                             "(or list it in module._bagua_params_and_buffers_to_ignore)")
+        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None) for n, p in params]
+        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
+        return tensors
+
+    def make_backend(self, bagua_ddp, buckets):
+        backend = super().make_backend(bagua_ddp, buckets)
+        # Round 0 records the (just broadcast, identical) weights in the replicas.
+        bagua_ddp._sync_stream()
+        backend.mark_all_ready()
+        backend.wait_pending_comm_ops()
+        return backend
+
+    def init_backward_hook(self, bagua_ddp):
+        return lambda name, param: None
+
+    def init_post_backward_hook(self, bagua_ddp):
+        return lambda: None
+
+    def init_post_optimizer_step_hook(self, bagua_ddp):
+        def hook(optimizer):
+            step = bagua_ddp.bagua_train_step_counter
+            if step == self._done_step or (step - 1) % self.interval != 0:
+                return  # once per training step (several optimizers), every k-th step
+            self._done_step = step
+            bagua_ddp._sync_stream()
+            bagua_ddp._bagua_backend.mark_all_ready()
+            bagua_ddp._bagua_backend.wait_pending_comm_ops()
+
+        return hook
+
+
 class LowPrecisionDecentralizedAlgorithm(NativeAlgorithm):
     registry_name = "low_precision_decentralized"
 
     def __init__(self, hierarchical: bool = True, communication_interval: int = 1, **options):
         super().__init__(hierarchical=hierarchical,
                          communication_interval=communication_interval, **options)
+
+    def reify(self, process_group):
+        return LowPrecisionDecentralizedAlgorithmImpl(process_group, self.options)

@@ -188,6 +188,8 @@ class BaguaDistributedDataParallel:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        if hasattr(self._bagua_backend, "close"):
+            self._bagua_backend.close()
         self._bagua_backend = None
         self.comm.release()
 

@@ -1,0 +1,73 @@
+// bagua._C.AsyncModelAverage: the runtime's asynchronous model average
+// (runtime/algorithms/async_model_average.h) over a ProcessGroup, with the
+// training's CUDA stream passed as an integer to each call.
+#include "python/src/async_binding.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "runtime/algorithms/async_model_average.h"
+#include "runtime/common/error.h"
+
+#if BAGUA_PYTHON_HAVE_NCCL
+#include "runtime/ops/cuda_step_ops.h"
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace bagua::python {
+namespace {
+
+StepOpsFactory stepOpsFor(Device device) {
+#if BAGUA_PYTHON_HAVE_NCCL
+  if (device == Device::kCuda) {
+    return [](uintptr_t stream) { return cudaStepOps(reinterpret_cast<cudaStream_t>(stream)); };
+  }
+#endif
+  (void)device;
+  return [](uintptr_t) { return cpuStepOps(); };
+}
+
+using Tensors = std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>;
+
+// Builds the averager in place (it owns a thread and a mutex: never moved).
+void construct(AsyncModelAverage* self, ProcessGroup& group, const Tensors& tensors,
+               double intervalMs, double timeoutS) {
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, ptr, numel, dtype] : tensors) {
+    specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
+                               group.comm()->device()});
+  }
+  AsyncModelAverage::Options o;
+  BAGUA_ENFORCE(intervalMs > 0, "async: sync_interval_ms must be positive, got " +
+                                    std::to_string(intervalMs));
+  BAGUA_ENFORCE(timeoutS > 0, "async: timeout must be positive, got " + std::to_string(timeoutS));
+  o.interval = std::chrono::milliseconds(static_cast<long long>(intervalMs));
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
+  new (self) AsyncModelAverage(group.comm(), group.ops(), std::move(specs),
+                               stepOpsFor(group.comm()->device()), o);
+}
+
+}  // namespace
+
+void bindAsync(nb::module_& m) {
+  nb::class_<AsyncModelAverage>(m, "AsyncModelAverage")
+      .def("__init__", &construct, "group"_a, "tensors"_a, "interval_ms"_a = 500.0,
+           "timeout_s"_a = 300.0, nb::call_guard<nb::gil_scoped_release>(),
+           "Averages `tensors` (name, data pointer, numel, dtype) every interval_ms in the "
+           "background over `group` (its own communicator); every rank the same tensors.")
+      .def("resume", &AsyncModelAverage::resume, nb::call_guard<nb::gil_scoped_release>(),
+           "Starts the background rounds (nothing if they run).")
+      .def("abort", &AsyncModelAverage::abort, "stream"_a = 0,
+           nb::call_guard<nb::gil_scoped_release>(),
+           "Collective: stops the rounds on every rank, then averages synchronously.")
+      .def("step_boundary", &AsyncModelAverage::stepBoundary, "stream"_a = 0,
+           nb::call_guard<nb::gil_scoped_release>(),
+           "At a step boundary: takes a requested snapshot or applies a finished average.")
+      .def_prop_ro("averages", &AsyncModelAverage::averages)
+      .def_prop_ro("running", &AsyncModelAverage::running);
+}
+
+}  // namespace bagua::python
