@@ -124,6 +124,9 @@ class BaguaStrategy(DDPStrategy):
 
     def teardown(self):
         if isinstance(self.model, DistributedDataParallel):
+            abort = getattr(self.model.bagua_algorithm, "abort", None)
+            if abort is not None:  # async: stop averaging, end with identical weights
+                abort(self.model)
             self.model.close()
             self.model = self.lightning_module
         super().teardown()

@@ -72,9 +72,16 @@ void AsyncModelAverage::loop() {
   try {
     while (!round()) {
     }
-  } catch (...) {
+  } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!stop_) error_ = std::current_exception();
+    if (!stop_) {
+      std::string what = std::string("asynchronous model average: a background round failed "
+                                     "(a peer died or stopped answering?): ") +
+                         e.what();
+      error_ = dynamic_cast<const TimeoutError*>(&e)
+                   ? std::make_exception_ptr(TimeoutError(what, __FILE__, __LINE__))
+                   : std::make_exception_ptr(CommError(what, __FILE__, __LINE__));
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

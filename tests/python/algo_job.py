@@ -227,6 +227,38 @@ def case_decentralized(rank, out, mode, interval, steps=7):
                peers=peers, weights=flat(net.parameters()).tolist())
 
 
+def case_lpd(rank, out, steps=6, lr=0.1):
+    """Low-precision decentralized SGD against a simulation of every rank's
+    replicas from every rank's gradients (gathered through torch's Gloo)."""
+    n = dist.get_world_size()
+    net = model()
+    opt = torch.optim.SGD(net.parameters(), lr=lr, foreach=False)
+    net.with_bagua([opt], decentralized.LowPrecisionDecentralizedAlgorithm(hierarchical=False))
+    params = list(net.parameters())  # registered in forward order: one bucket, one chunk
+    x0 = flat(params)
+    own, left, right = ([x0.clone() for _ in range(n)] for _ in range(3))
+    third, five_thirds = 1.0 / 3.0, -5.0 / 3.0
+    worst = 0.0
+    for step in range(steps):
+        opt.zero_grad()
+        loss_of(net, rank, step).backward()
+        grads = gather(flat(p.grad for p in params))
+        opt.step()
+        x = [torch.add(own[r], grads[r], alpha=-lr) for r in range(n)]
+        q = []
+        for r in range(n):
+            d = x[r] + left[r] * torch.tensor(third)
+            d = d + right[r] * torch.tensor(third)
+            d = d + own[r] * torch.tensor(five_thirds)
+            q.append(roundtrip(d))
+        for r in range(n):
+            left[r] = left[r] + q[(r - 1) % n]
+            right[r] = right[r] + q[(r + 1) % n]
+            own[r] = own[r] + q[r]
+        worst = max(worst, float((flat(params) - own[rank]).abs().max()))
+    out.update(max_weight_diff=worst, weights=flat(params).tolist())
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--case", required=True)

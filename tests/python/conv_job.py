@@ -4,16 +4,18 @@ MLP on scikit-learn's digits (1197 training images split across the ranks,
 final held-out accuracy to OUT.rank0.json.
 
 Pairs compared by the test: gradient_allreduce + SGD against decentralized
-(all, shift_one) + SGD; gradient_allreduce + Adam against QAdam (warm-up of
-a fifth of the steps)."""
+(all, shift_one), low-precision decentralized and asynchronous model average
+(+ SGD); gradient_allreduce + Adam against QAdam (warm-up of a fifth of the
+steps)."""
 import argparse
 import json
+import time
 
 import torch
 from sklearn.datasets import load_digits
 
 import bagua.torch_api as bagua
-from bagua.torch_api.algorithms import decentralized, gradient_allreduce, q_adam
+from bagua.torch_api.algorithms import async_model_average, decentralized, gradient_allreduce, q_adam
 
 
 def data():
@@ -37,9 +39,16 @@ def train(config, seed, steps, rank, world):
             gradient_allreduce.GradientAllReduceAlgorithm()
     else:
         opt = torch.optim.SGD(net.parameters(), lr=0.2, momentum=0.9)
-        algorithm = gradient_allreduce.GradientAllReduceAlgorithm() if config == "sgd" else \
-            decentralized.DecentralizedAlgorithm(hierarchical=False,
-                                                 peer_selection_mode=config.split(":")[1])
+        if config == "sgd":
+            algorithm = gradient_allreduce.GradientAllReduceAlgorithm()
+        elif config == "lpd":
+            algorithm = decentralized.LowPrecisionDecentralizedAlgorithm(hierarchical=False)
+        elif config == "async":
+            algorithm = async_model_average.AsyncModelAverageAlgorithm(sync_interval_ms=1,
+                                                                       warmup_steps=steps // 5)
+        else:
+            algorithm = decentralized.DecentralizedAlgorithm(
+                hierarchical=False, peer_selection_mode=config.split(":")[1])
     net.with_bagua([opt], algorithm)
     mine = torch.arange(rank, len(x), world)
     g = torch.Generator().manual_seed(seed + 1)
@@ -48,6 +57,12 @@ def train(config, seed, steps, rank, world):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(x[idx]), y[idx]).backward()
         opt.step()
+        if config == "async":
+            # A step of a real model takes milliseconds: the background
+            # averages then come every few steps, not every few hundred.
+            time.sleep(0.005)
+    if config == "async":
+        net.bagua_algorithm.abort(net)  # stops the background rounds, averages once more
     # Decentralized ranks hold different models: evaluate their average,
     # the model one would checkpoint.
     with torch.no_grad():
@@ -66,7 +81,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=250)
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--configs", default="sgd,decentralized:all,decentralized:shift_one,adam,qadam")
+    p.add_argument("--configs", default="sgd,decentralized:all,decentralized:shift_one,lpd,async,"
+                                        "adam,qadam")
     args = p.parse_args()
     bagua.init_process_group()
     rank, world = bagua.get_rank(), bagua.get_world_size()

@@ -44,13 +44,11 @@ def test_gradient_allreduce_matches_single_process_full_batch(outdir):
 
 def test_algorithm_names():
     assert bagua.available_algorithms() == ("gradient_allreduce", "bytegrad", "decentralized",
-                                            "qadam")
+                                            "low_precision_decentralized", "qadam", "async")
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; available: "
-                                         "gradient_allreduce, bytegrad, decentralized, qadam"):
+                                         "gradient_allreduce, bytegrad, decentralized, "
+                                         "low_precision_decentralized, qadam, async"):
         bagua.check_algorithm("nope")
-    with pytest.raises(NotImplementedError, match="'async'.*not available in this version yet; "
-                                                  "available: gradient_allreduce"):
-        bagua.check_algorithm("async")
 
 
 def test_mismatched_world_size_is_an_error(tmp_path):

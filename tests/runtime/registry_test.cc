@@ -27,7 +27,8 @@ TEST(Registry, ListsBaguasSixAlgorithmsInTheOriginalOrder) {
   EXPECT_THAT(names, ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized",
                                             "low_precision_decentralized", "qadam", "async"));
   EXPECT_THAT(AlgorithmRegistry::global().available(),
-              ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized", "qadam"));
+              ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized",
+                                     "low_precision_decentralized", "qadam", "async"));
 }
 
 TEST(Registry, ResolveFillsDefaultsAndKeepsGivenValues) {
@@ -59,14 +60,17 @@ TEST(Registry, UnknownNameListsWhatIsAvailable) {
   EXPECT_THROW(AlgorithmRegistry::global().find("nope"), InvalidArgument);
   EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().find("nope"); }),
               HasSubstr("unknown algorithm 'nope'; available: gradient_allreduce, bytegrad, "
-                        "decentralized, qadam"));
+                        "decentralized, low_precision_decentralized, qadam, async"));
 }
 
-TEST(Registry, AnAlgorithmNotBuiltYetIsNotAvailableNamingWhatIs) {
-  EXPECT_THROW(AlgorithmRegistry::global().create("async", {}), NotAvailable);
-  EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().create("async", {}); }),
-              HasSubstr("not available in this version yet; available: gradient_allreduce, "
-                        "bytegrad"));
+TEST(Registry, AnEntryWithoutAFactoryIsNotAvailableNamingWhatIs) {
+  AlgorithmRegistry registry;
+  registry.add({"built", "", Communicates::kGradients, Trigger::kTensorReady, {}, {},
+                [](const OptionMap&) { return AlgorithmRegistry::global().create("bytegrad", {}); }});
+  registry.add({"later", "", Communicates::kWeights, Trigger::kBackground, {}, {}, {}});
+  EXPECT_THROW(registry.create("later", {}), NotAvailable);
+  EXPECT_THAT(messageOf([&] { registry.create("later", {}); }),
+              HasSubstr("not available in this version yet; available: built"));
 }
 
 TEST(Registry, CreateBuildsTheNamedAlgorithm) {
