@@ -14,6 +14,9 @@ Configurations (--configs, comma separated):
   dec_all_sgd, dec_shift_one_sgd  bagua decentralized, SGD
   ddp_adam, ddp_bf16_adam         torch DDP (+ bf16 hook), Adam
   ga_adam, qadam                  bagua gradient_allreduce + Adam; QAdam
+  lpd_sgd                         bagua low_precision_decentralized, SGD
+  async_sgd                       bagua async model average (--async-interval-ms), SGD
+  nocomm_sgd                      no communication at all (each rank alone), SGD
 Bagua's algorithms run with hierarchical=False: on one GPU the "nodes" are
 NCCL_HOSTID hosts that torchrun's environment does not know about.
 
@@ -37,6 +40,7 @@ from bagua.torch_api.algorithms import Algorithm, q_adam
 
 ALL = ("ddp_sgd,ddp_bf16_sgd,ga_sgd,bytegrad_sgd,dec_shift_one_sgd,dec_all_sgd,"
        "ddp_adam,ddp_bf16_adam,ga_adam,qadam")
+WEIGHTS = "ga_sgd,dec_shift_one_sgd,lpd_sgd,async_sgd,nocomm_sgd"  # issue 21's comparison
 
 
 def build_model(width, layers, device):
@@ -58,16 +62,25 @@ def wrap(name, model, device, args):
         return model, opt, args.qadam_warmup + args.warmup
     opt = torch.optim.Adam(model.parameters(), lr=1e-4) if adam else \
         torch.optim.SGD(model.parameters(), lr=1e-3)
+    if name == "nocomm_sgd":
+        return model, opt, args.warmup
     if name.startswith("ddp"):
         wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
         if "bf16" in name:
             wrapped.register_comm_hook(None, default_hooks.bf16_compress_hook)
         return wrapped, opt, args.warmup
-    algorithm = {"ga": Algorithm.init("gradient_allreduce", hierarchical=False),
-                 "bytegrad": Algorithm.init("bytegrad", hierarchical=False),
-                 "dec": Algorithm.init("decentralized", hierarchical=False,
-                                       peer_selection_mode="all" if "all" in name else "shift_one"),
-                 }[name.split("_")[0]]
+    kind = name.split("_")[0]
+    if kind == "ga":
+        algorithm = Algorithm.init("gradient_allreduce", hierarchical=False)
+    elif kind == "bytegrad":
+        algorithm = Algorithm.init("bytegrad", hierarchical=False)
+    elif kind == "dec":
+        algorithm = Algorithm.init("decentralized", hierarchical=False,
+                                   peer_selection_mode="all" if "all" in name else "shift_one")
+    elif kind == "lpd":
+        algorithm = Algorithm.init("low_precision_decentralized", hierarchical=False)
+    else:
+        algorithm = Algorithm.init("async", sync_interval_ms=args.async_interval_ms)
     model.with_bagua([opt], algorithm)
     return model, opt, args.warmup
 
@@ -89,30 +102,36 @@ def run_config(name, args, device, data):
         step(i)
     sync()
     dist.barrier()
+    engine = model.__dict__.get("bagua_ddp")
+    averages = lambda: getattr(engine.bagua_algorithm, "averages", 0) if engine else 0  # noqa
+    averages_before = averages()
     start = time.perf_counter()
     for i in range(args.steps):
         loss = step(i)
     sync()
     seconds = time.perf_counter() - start
+    averaged = averages() - averages_before
     rate = torch.tensor([args.steps / seconds], device=device)
     dist.all_reduce(rate, op=dist.ReduceOp.MIN)  # the job moves at its slowest rank
     finite = bool(torch.isfinite(loss).item())
-    engine = model.__dict__.get("bagua_ddp")
     if engine is not None:
+        if hasattr(engine.bagua_algorithm, "abort"):
+            engine.bagua_algorithm.abort()
         engine.close()
     del called, model, opt
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return float(rate.item()), finite
+    return float(rate.item()), finite, averaged / seconds
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--configs", default=ALL)
+    p.add_argument("--configs", default=ALL, help=f"default: all of issue 20; {WEIGHTS!r} for 21")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--qadam-warmup", type=int, default=4)
+    p.add_argument("--async-interval-ms", type=int, default=100)
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--batch", type=int, default=256)
@@ -131,18 +150,22 @@ def main():
             [torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)])
     names = args.configs.split(",")
     results = {n: [] for n in names}
+    averages_per_s = {n: [] for n in names}
     finite = {n: True for n in names}
     for r in range(args.rounds):
         order = names if r % 2 == 0 else list(reversed(names))
         for name in order:
-            rate, ok = run_config(name, args, device, data)
+            rate, ok, avg_rate = run_config(name, args, device, data)
             results[name].append(rate)
+            averages_per_s[name].append(avg_rate)
             finite[name] = finite[name] and ok
             if rank == 0:
-                print(f"round {r} {name}: {rate:.2f} steps/s", flush=True)
+                extra = f" ({avg_rate:.1f} averages/s)" if avg_rate else ""
+                print(f"round {r} {name}: {rate:.2f} steps/s{extra}", flush=True)
     if rank == 0:
         with open(args.out, "w") as f:
-            json.dump({"steps_per_s": results, "finite_loss": finite, "world": dist.get_world_size(),
+            json.dump({"steps_per_s": results, "averages_per_s": averages_per_s,
+                       "finite_loss": finite, "world": dist.get_world_size(),
                        "rate_limit_mbps": os.environ.get("BAGUA_NET_RATE_LIMIT_MBPS", ""),
                        "args": vars(args)}, f, indent=1)
 

@@ -6,15 +6,20 @@
 #            --device cuda, 2 ranks) against torch's Gloo reference, and two
 #            mismatches with BAGUA_COMM_CHECK=1
 #   mnist    python/examples/mnist_digits.py under `python -m bagua.distributed.launch`,
-#            2 ranks: torch DDP, gradient_allreduce, bytegrad, decentralized, qadam
+#            2 ranks: torch DDP and every algorithm (QAdam at lr 0.003)
+#   lpd      low-precision decentralized against its pure-torch reference
+#            (tests/python/algo_job.py --device cuda), 2 and 4 ranks
 #   bench    bench/gpu/algorithms_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000
 #   nolimit  the same with no rate limit
+#   weights  algorithms_bench.py with issue 21's configurations, 10 Gbit/s and no limit
+#   soak     bench/gpu/async_soak.py, 4 ranks, SOAK_S seconds (default 540) of async
+#            training with abort/resume every 3 s, NCCL's default protocols
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
 # The wheel is installed with pip --no-deps into the machine's Python (torch's);
 # NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist bench nolimit]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -89,18 +94,22 @@ for r in range(2):
       done
       ;;
     mnist)
-      for algo in ddp gradient_allreduce bytegrad decentralized qadam; do
+      ALGOS="ddp gradient_allreduce bytegrad decentralized low_precision_decentralized qadam async"
+      for algo in $ALGOS; do
         t0=$SECONDS
+        extra=()
+        [ "$algo" = qadam ] && extra=(--lr 0.003 --epochs 6)
+        [ "$algo" = async ] && extra=(--async-sync-interval 20)
         env "${NET[@]}" NCCL_DEBUG_FILE="$OUT/nccl_mnist_$algo.%h.%p.log" timeout 150 \
           python3 -m bagua.distributed.launch --nproc_per_node 2 --master_port 29611 --no_python \
           "$HERE/hostid_exec.sh" python3 "$ROOT/python/examples/mnist_digits.py" \
           --algorithm "$algo" --epochs 4 --set-deterministic --out "$OUT/mnist_$algo" \
-          >"$OUT/mnist_$algo.log" 2>&1
+          "${extra[@]}" >"$OUT/mnist_$algo.log" 2>&1
         echo "mnist $algo rc=$? $((SECONDS - t0))s"
       done
       python3 -c "
 import json, os
-for algo in ['ddp', 'gradient_allreduce', 'bytegrad', 'decentralized', 'qadam']:
+for algo in '$ALGOS'.split():
     p = '$OUT/mnist_%s.rank%d.json'
     if not os.path.exists(p % (algo, 0)):
         print(algo, 'no result'); continue
@@ -116,6 +125,31 @@ for algo in ['ddp', 'gradient_allreduce', 'bytegrad', 'decentralized', 'qadam']:
       ranks bench_nolimit 4 300 -- "$HERE/algorithms_bench.py" \
         --out "$OUT/bench_nolimit.json"
       grep "steps/s" "$OUT/bench_nolimit.log" | tail -n 20
+      ;;
+    lpd)
+      for n in 2 4; do
+        ranks "lpd_$n" "$n" 120 -- "$ROOT/tests/python/algo_job.py" --case lpd --device cuda \
+          --out "$OUT/lpd_$n"
+        python3 -c "
+import json
+d = [json.load(open('$OUT/lpd_$n.rank%d.json' % r))['max_weight_diff'] for r in range($n)]
+print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
+      done
+      ;;
+    weights)
+      W=ga_sgd,dec_shift_one_sgd,lpd_sgd,async_sgd,nocomm_sgd
+      ranks weights_10g 4 300 BAGUA_NET_RATE_LIMIT_MBPS=10000 -- "$HERE/algorithms_bench.py" \
+        --configs $W --out "$OUT/weights_10g.json"
+      grep "steps/s" "$OUT/weights_10g.log" | tail -n 10
+      ranks weights_nolimit 4 240 -- "$HERE/algorithms_bench.py" --configs $W \
+        --out "$OUT/weights_nolimit.json"
+      grep "steps/s" "$OUT/weights_nolimit.log" | tail -n 10
+      ;;
+    soak)
+      ranks soak 4 $((${SOAK_S:-540} + 60)) -- "$HERE/async_soak.py" --seconds "${SOAK_S:-540}" \
+        --out "$OUT/soak.json"
+      tail -n 3 "$OUT/soak.log"
+      cat "$OUT/soak.json"; echo
       ;;
     *) echo "unknown step $step" ;;
   esac

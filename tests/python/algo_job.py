@@ -38,9 +38,12 @@ def batch(rank, step):
     return torch.randn(12, 10, generator=g), torch.randint(0, 4, (12,), generator=g)
 
 
+DEVICE = torch.device("cpu")  # --device cuda: the lpd case on GPUs (NCCL)
+
+
 def loss_of(net, rank, step):
     x, y = batch(rank, step)
-    return torch.nn.functional.cross_entropy(net(x), y)
+    return torch.nn.functional.cross_entropy(net(x.to(DEVICE)), y.to(DEVICE))
 
 
 def gather(t):
@@ -50,7 +53,7 @@ def gather(t):
 
 
 def flat(tensors):
-    return torch.cat([t.detach().reshape(-1) for t in tensors])
+    return torch.cat([t.detach().reshape(-1).cpu() for t in tensors])
 
 
 # -- MinMaxUInt8 and ByteGrad, from the reference's formulas ------------------
@@ -231,7 +234,7 @@ def case_lpd(rank, out, steps=6, lr=0.1):
     """Low-precision decentralized SGD against a simulation of every rank's
     replicas from every rank's gradients (gathered through torch's Gloo)."""
     n = dist.get_world_size()
-    net = model()
+    net = model().to(DEVICE)
     opt = torch.optim.SGD(net.parameters(), lr=lr, foreach=False)
     net.with_bagua([opt], decentralized.LowPrecisionDecentralizedAlgorithm(hierarchical=False))
     params = list(net.parameters())  # registered in forward order: one bucket, one chunk
@@ -265,7 +268,12 @@ def main():
     p.add_argument("--mode", default="all")
     p.add_argument("--interval", type=int, default=1)
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cpu")
     args = p.parse_args()
+    if args.device == "cuda":
+        global DEVICE
+        DEVICE = torch.device("cuda", bagua.get_local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(DEVICE)
     bagua.init_process_group()
     rank = bagua.get_rank()
     out = {"rank": rank}
