@@ -106,12 +106,13 @@ def run_config(name, args, device, data):
     averages = lambda: getattr(engine.bagua_algorithm, "averages", 0) if engine else 0  # noqa
     averages_before = averages()
     start = time.perf_counter()
-    for i in range(args.steps):
+    timed = args.long_steps if name in ("async_sgd", "nocomm_sgd") else args.steps
+    for i in range(timed):
         loss = step(i)
     sync()
     seconds = time.perf_counter() - start
     averaged = averages() - averages_before
-    rate = torch.tensor([args.steps / seconds], device=device)
+    rate = torch.tensor([timed / seconds], device=device)
     dist.all_reduce(rate, op=dist.ReduceOp.MIN)  # the job moves at its slowest rank
     finite = bool(torch.isfinite(loss).item())
     if engine is not None:
@@ -132,6 +133,8 @@ def main():
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--qadam-warmup", type=int, default=4)
     p.add_argument("--async-interval-ms", type=int, default=100)
+    p.add_argument("--long-steps", type=int, default=600,
+                   help="timed steps of async_sgd and nocomm_sgd (seconds of averaging rounds)")
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--batch", type=int, default=256)
