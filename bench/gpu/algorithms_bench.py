@@ -98,11 +98,13 @@ def run_config(name, args, device, data):
         return loss
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    engine = model.__dict__.get("bagua_ddp")
+    background = engine is not None and hasattr(engine.bagua_algorithm, "abort")
+    if not background:
+        dist.barrier()  # (while async rounds run, no other NCCL collective: docs/algorithms.md)
     for i in range(warmup):
         step(i)
     sync()
-    dist.barrier()
-    engine = model.__dict__.get("bagua_ddp")
     averages = lambda: getattr(engine.bagua_algorithm, "averages", 0) if engine else 0  # noqa
     averages_before = averages()
     start = time.perf_counter()
@@ -112,12 +114,12 @@ def run_config(name, args, device, data):
     sync()
     seconds = time.perf_counter() - start
     averaged = averages() - averages_before
+    if background:
+        engine.bagua_algorithm.abort()  # before any other collective
     rate = torch.tensor([timed / seconds], device=device)
     dist.all_reduce(rate, op=dist.ReduceOp.MIN)  # the job moves at its slowest rank
     finite = bool(torch.isfinite(loss).item())
     if engine is not None:
-        if hasattr(engine.bagua_algorithm, "abort"):
-            engine.bagua_algorithm.abort()
         engine.close()
     del called, model, opt
     if device.type == "cuda":
