@@ -19,8 +19,11 @@ from bagua.distributed import _launcher, launch as bagua_launch
 from bagua.script import baguarun
 from conftest import HERE, load_ranks
 
-PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(bagua.__file__)))
-REPO = os.path.dirname(PKG_ROOT)
+# The source tree (the package may be installed elsewhere: site-packages),
+# and where the bagua under test was imported from (the workers use the same).
+REPO = os.path.dirname(os.path.dirname(HERE))
+PKG_ROOT = os.path.join(REPO, "python")
+IMPORTED_FROM = os.path.dirname(os.path.dirname(os.path.abspath(bagua.__file__)))
 WORKER = os.path.join(HERE, "launch_worker.py")
 TIMEOUT = 120
 
@@ -33,7 +36,7 @@ def free_port():
 
 def child_env(extra=None, drop=()):
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo",
-               PYTHONPATH=os.pathsep.join(p for p in (PKG_ROOT, os.environ.get("PYTHONPATH")) if p))
+               PYTHONPATH=os.pathsep.join(p for p in (IMPORTED_FROM, os.environ.get("PYTHONPATH")) if p))
     for name in ("OMP_NUM_THREADS", "NCCL_NET_PLUGIN", "NCCL_NET", "BAGUA_NET_PLUGIN_PATH",
                  "BAGUA_NODE_DOMAIN_NAMES", "BAGUA_SSH_PORT") + tuple(drop):
         env.pop(name, None)
