@@ -13,11 +13,14 @@
 #include <thread>
 #include <utility>
 
+#include "posix/fd.h"
 #include "runtime/common/error.h"
 #include "runtime/store/store_text.h"
 
 namespace bagua {
 namespace {
+
+using posix::Fd;
 
 using Clock = std::chrono::steady_clock;
 
@@ -30,21 +33,6 @@ constexpr std::chrono::milliseconds kFirstPoll{1};
 constexpr std::chrono::milliseconds kMaxPoll{20};
 
 std::string errnoText() { return std::strerror(errno); }
-
-// Closes a descriptor (and drops its flock) on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Sleeps for the current poll interval (never past `deadline`) and doubles it.
 void pollSleep(std::chrono::milliseconds& interval, Clock::time_point deadline) {

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tests/net_plugin/support/child_process.h"
 #include "tests/net_plugin/support/patterns.h"
+#include "tests/net_plugin/support/pipe.h"
 #include "tools/bagua_net_perf/plugin_loader.h"
 
 namespace bagua::net::testing {

@@ -14,8 +14,8 @@
 
 #include "net_plugin/api/api.h"
 #include "net_plugin/transport/wire.h"
-#include "tests/net_plugin/support/child_process.h"
 #include "tests/net_plugin/support/harness.h"
+#include "tests/net_plugin/support/pipe.h"
 
 namespace bagua::net::testing {
 namespace {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "posix/local_ranks.h"
 #include "runtime/common/error.h"
 #include "runtime/store/file_store.h"
 #include "runtime/store/tcp_store.h"
@@ -20,15 +21,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using store_testing::describeFailures;
-using store_testing::runChildren;
+using posix::describeFailures;
+using posix::runLocalRanks;
+using store_testing::secondsSince;
 
 std::vector<uint8_t> bytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // One backend (a directory, or a server) and any number of clients of it.
@@ -175,9 +173,9 @@ TEST_P(StoreTest, ConcurrentAddsFromThreadsGiveTheExactTotal) {
 TEST_P(StoreTest, ConcurrentAddsFromProcessesGiveTheExactTotal) {
   constexpr int kProcs = 4;
   constexpr int kAdds = 100;
-  auto results = runChildren(
+  auto results = runLocalRanks(
       kProcs,
-      [&](int) {
+      [&](int, const std::string&) {
         auto s = client();
         for (int i = 0; i < kAdds; ++i) s->add("procs", 1);
         s->add("procs/done", 1);

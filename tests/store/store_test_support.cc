@@ -1,27 +1,21 @@
-// Temporary directories, ports, forked children and raw sockets for tests.
+// Temporary directories, ports, raw sockets and elapsed time for tests.
 #include "tests/store/store_test_support.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
-#include <memory>
 #include <thread>
 
 namespace bagua::store_testing {
 namespace {
-
-constexpr int kExceptionExit = 100;
 
 sockaddr_in loopback(int port) {
   sockaddr_in addr{};
@@ -55,87 +49,6 @@ int pickFreePort() {
   }
   if (fd >= 0) ::close(fd);
   return port;
-}
-
-Child::Child(const std::function<int()>& body) {
-  int fds[2];
-  if (::pipe(fds) != 0) std::abort();
-  std::fflush(nullptr);
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    ::close(fds[0]);
-    int code = kExceptionExit;
-    std::string message;
-    try {
-      code = body();
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-      message = "unknown exception";
-    }
-    if (!message.empty() && ::write(fds[1], message.data(), message.size()) < 0) code = 101;
-    // _exit: the parent's objects (a server and its thread among them) were
-    // copied but are not ours to destroy.
-    ::_exit(code);
-  }
-  ::close(fds[1]);
-  messageFd_ = fds[0];
-}
-
-Child::~Child() {
-  if (!reaped_) wait(std::chrono::milliseconds(0));
-  if (messageFd_ >= 0) ::close(messageFd_);
-}
-
-void Child::kill(int signal) {
-  if (!reaped_) ::kill(pid_, signal);
-}
-
-ChildResult Child::wait(std::chrono::milliseconds timeout) {
-  ChildResult result;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  pid_t got = 0;
-  while ((got = ::waitpid(pid_, &status, WNOHANG)) == 0 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  if (got == 0) {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-  } else {
-    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  reaped_ = true;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = ::read(messageFd_, buf, sizeof(buf))) > 0) result.message.append(buf, size_t(n));
-  return result;
-}
-
-std::vector<ChildResult> runChildren(int n, const std::function<int(int)>& body,
-                                     std::chrono::milliseconds timeout) {
-  std::vector<std::unique_ptr<Child>> children;
-  for (int i = 0; i < n; ++i)
-    children.push_back(std::make_unique<Child>([&, i] { return body(i); }));
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::vector<ChildResult> results;
-  for (auto& child : children) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    results.push_back(child->wait(std::max(left, std::chrono::milliseconds(0))));
-  }
-  return results;
-}
-
-std::string describeFailures(const std::vector<ChildResult>& results) {
-  std::string out;
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].exitCode == 0) continue;
-    out += "child " + std::to_string(i) + ": exit " + std::to_string(results[i].exitCode) + ": " +
-           results[i].message + "\n";
-  }
-  return out;
 }
 
 int connectRaw(int port) {
@@ -172,6 +85,10 @@ bool closedByPeer(int fd, std::chrono::milliseconds timeout) {
     ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return true;
   }
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
