@@ -15,11 +15,17 @@
 #include <functional>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/rank_main.h"
 #include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::errnoText;
+using plugin_driver::kExitError;
+using plugin_driver::kExitMismatch;
+using plugin_driver::kExitOk;
+
 namespace {
 
 struct Child {
@@ -82,7 +88,7 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
   std::string dir = spec.storeRoot + "/" + patternName(spec.pattern) + "." + spec.config->name +
                     ".rep" + std::to_string(spec.rep);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    PERF_THROW(PerfError, errnoText("mkdir " + dir, errno));
+    TOOL_THROW(ToolError, errnoText("mkdir " + dir, errno));
   }
   RankTask task;
   task.pattern = spec.pattern;
@@ -102,7 +108,7 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
   for (int rank : local) {
     std::fflush(nullptr);  // children must not flush the parent's buffered output again
     pid_t pid = fork();
-    PERF_SYSCALL(pid, "fork");
+    TOOL_SYSCALL(pid, "fork");
     if (pid == 0) {
       task.rank = rank;
       if (!options.netns.empty()) enterNetns(options.netns[static_cast<size_t>(rank)]);
@@ -117,7 +123,7 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, 0);
     if (pid < 0 && errno == EINTR) continue;
-    PERF_SYSCALL(pid, "waitpid");
+    TOOL_SYSCALL(pid, "waitpid");
     for (Child& c : children) {
       if (c.pid != pid || !c.running) continue;
       c.running = false;

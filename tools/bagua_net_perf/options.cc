@@ -8,11 +8,15 @@
 #include <functional>
 #include <map>
 
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
 #include "tools/bagua_net_perf/usage.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::resolveDefaultPlugin;
+using plugin_driver::UsageError;
+
 namespace {
 
 constexpr int kMaxDepth = 32;  // NCCL_NET_MAX_REQUESTS: what a plugin must accept per comm

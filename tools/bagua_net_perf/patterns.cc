@@ -11,9 +11,14 @@
 #include <sstream>
 
 #include "tools/bagua_net_perf/data_check.h"
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::errnoText;
+using plugin_driver::TimeoutError;
+using plugin_driver::ToolError;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -73,8 +78,8 @@ void PatternRunner::setup(size_t maxBytes) {
   auto allocate = [&]() {
     void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) {
-      PERF_THROW(
-          PerfError,
+      TOOL_THROW(
+          ToolError,
           errnoText("mmap of " + std::to_string(length) + " B of buffers (lower -e or -d)", errno));
     }
     regions_.emplace_back(static_cast<char*>(base), length);

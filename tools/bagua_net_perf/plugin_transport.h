@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "net_plugin/nccl/net_types.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
 #include "tools/bagua_net_perf/rendezvous.h"
 #include "tools/bagua_net_perf/transport.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net_perf {
 
@@ -58,7 +58,7 @@ class PluginTransport final : public Transport {
 
   PluginTransportParams params_;
   const FileStore& store_;
-  std::unique_ptr<NetPlugin> plugin_;
+  std::unique_ptr<plugin_driver::NetPlugin> plugin_;
   std::string description_;
   std::vector<Connection> sends_;
   std::vector<Connection> recvs_;

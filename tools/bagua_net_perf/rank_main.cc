@@ -11,16 +11,22 @@
 #include <cstdlib>
 #include <memory>
 
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/patterns.h"
-#include "tools/bagua_net_perf/plugin_logger.h"
 #include "tools/bagua_net_perf/plugin_transport.h"
 #include "tools/bagua_net_perf/rank_report.h"
 #include "tools/bagua_net_perf/rendezvous.h"
 #include "tools/bagua_net_perf/tcp_baseline.h"
 #include "tools/bagua_net_perf/watchdog.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_logger.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::kExitError;
+using plugin_driver::kExitMismatch;
+using plugin_driver::kExitOk;
+using plugin_driver::setupPluginLogger;
+
 namespace {
 
 std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask& task,

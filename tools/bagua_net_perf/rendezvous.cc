@@ -11,9 +11,12 @@
 #include <sstream>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::TimeoutError;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -45,9 +48,9 @@ void FileStore::put(const std::string& key, const std::string& value) const {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(value.data(), static_cast<std::streamsize>(value.size()));
     out.close();
-    if (!out) PERF_THROW(PerfError, "cannot write " + tmp);
+    if (!out) TOOL_THROW(ToolError, "cannot write " + tmp);
   }
-  PERF_SYSCALL(rename(tmp.c_str(), path(key).c_str()), "rename to " + path(key));
+  TOOL_SYSCALL(rename(tmp.c_str(), path(key).c_str()), "rename to " + path(key));
 }
 
 bool FileStore::has(const std::string& key) const {

@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "config.h"
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/report.h"
 #include "tools/bagua_net_perf/stats.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
 namespace {
@@ -130,7 +130,7 @@ void Report::writeJson(const std::string& path) const {
   std::ofstream out(path, std::ios::trunc);
   out << j.str();
   out.close();
-  if (!out) PERF_THROW(PerfError, "cannot write " + path);
+  if (!out) TOOL_THROW(ToolError, "cannot write " + path);
 }
 
 }  // namespace bagua::net_perf

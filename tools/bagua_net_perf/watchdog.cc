@@ -8,10 +8,15 @@
 #include <cstdio>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::currentPluginCall;
+using plugin_driver::kExitError;
+using plugin_driver::pluginCallCount;
+
 namespace {
 
 constexpr double kGraceSec = 5;  // lets the loops' own timeouts report first
