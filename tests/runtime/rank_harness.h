@@ -22,6 +22,10 @@ using posix::RankOutcome;
 // The function each rank runs: (rank, size, store) -> 0 on success.
 using RankFn = std::function<int(int rank, int size, Store& store)>;
 
+// A rank's assertion: throws `what` (which comes back to the parent as the
+// rank's message) unless `cond` holds.
+void check(bool cond, const std::string& what);
+
 // Runs `fn` in `size` forked processes; waits up to `timeout` for all.
 std::vector<RankOutcome> runRanks(int size, const RankFn& fn,
                                   std::chrono::milliseconds timeout = std::chrono::seconds(60));
