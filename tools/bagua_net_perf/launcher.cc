@@ -137,7 +137,7 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
       }
     }
   }
-  FileStore store(dir, options.timeoutSec);
+  FileStore store(dir, options.timeout);
   if (!outcome.failure.empty()) {
     // The earliest explanation is usually the cause; the others are its echoes
     // (a peer that saw the connection drop).
@@ -155,16 +155,14 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
     return outcome;
   }
   // Local ranks have finished; ranks elsewhere (manual mode) may still be writing.
-  auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(options.timeoutSec);
+  auto deadline = std::chrono::steady_clock::now() + options.timeout;
   for (int r = 0; r < task.world; ++r) {
     std::string result = "result." + std::to_string(r);
     std::string error = "error." + std::to_string(r);
     while (!store.has(result) && !store.has(error)) {
       if (std::chrono::steady_clock::now() > deadline) {
         outcome.failure = "rank " + std::to_string(r) + " reported no results within " +
-                          std::to_string(static_cast<int>(options.timeoutSec)) + " s (store " +
-                          dir + ")";
+                          std::to_string(options.timeout.count()) + " s (store " + dir + ")";
         return outcome;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -231,7 +232,9 @@ bool parseOptions(int argc, char** argv, Options* o) {
       {"--compare-to", [&](const std::string& v) { o->compareTo = v; }},
       {"--json", [&](const std::string& v) { o->jsonPath = v; }},
       {"--timeout",
-       [&](const std::string& v) { o->timeoutSec = parseInt("--timeout", v, 1, 86400); }},
+       [&](const std::string& v) {
+         o->timeout = std::chrono::seconds(parseInt("--timeout", v, 1, 86400));
+       }},
       {"--dev", [&](const std::string& v) { o->dev = parseInt("--dev", v, 0, 1023); }},
       {"--abi", [&](const std::string& v) { o->abi = parseInt("--abi", v, 8, 11); }},
       {"--flows-per-peer",

@@ -150,7 +150,7 @@ SizeResult PatternRunner::run(size_t size) {
 }
 
 Request* PatternRunner::postOne(Flow& flow, char* data, size_t size, const std::string& what) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = Clock::now() + params_.timeout;
   while (true) {
     Request* request = flow.dir == Direction::kSend
                            ? transport_.isend(flow.peer, data, size, flow.memory)
@@ -159,20 +159,20 @@ Request* PatternRunner::postOne(Flow& flow, char* data, size_t size, const std::
     idle();
     if (Clock::now() > deadline) {
       throw TimeoutError(what + ": the transport " + "kept returning a NULL request for " +
-                         std::to_string(static_cast<int>(params_.timeoutSec)) + " s");
+                         std::to_string(params_.timeout.count()) + " s");
     }
   }
 }
 
 size_t PatternRunner::waitOne(Flow& flow, Request* request, const std::string& what) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = Clock::now() + params_.timeout;
   size_t bytes = 0;
   while (!transport_.test(request, &bytes)) {
     idle();
     if (Clock::now() > deadline) {
       throw TimeoutError(what + " (" + (flow.dir == Direction::kSend ? "send to" : "receive from") +
                          " rank " + std::to_string(flow.peer) + ") not done after " +
-                         std::to_string(static_cast<int>(params_.timeoutSec)) + " s");
+                         std::to_string(params_.timeout.count()) + " s");
     }
   }
   return bytes;
@@ -246,7 +246,7 @@ void PatternRunner::lockstep(size_t size, int count, Phase phase, SizeResult* re
     }
     if (progress) {
       lastProgress = now;
-    } else if (now - lastProgress > std::chrono::duration<double>(params_.timeoutSec)) {
+    } else if (now - lastProgress > params_.timeout) {
       throw TimeoutError(stuckReport(size, count));
     } else {
       idle();
@@ -305,7 +305,7 @@ void PatternRunner::verifyTimed(size_t size, int count, SizeResult* result) cons
 std::string PatternRunner::stuckReport(size_t size, int count) const {
   std::ostringstream text;
   text << patternName(params_.pattern) << " " << formatSize(size) << ": no progress for "
-       << params_.timeoutSec << " s;";
+       << params_.timeout.count() << " s;";
   for (const Flow& flow : flows_) {
     text << (flow.dir == Direction::kSend ? " send to rank " : " receive from rank ") << flow.peer
          << ": " << flow.posted << " of " << count << " posted, " << flow.done << " completed;";

@@ -8,6 +8,7 @@
 // message. Every wait gives up after the timeout with a description.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,7 +42,7 @@ struct PatternParams {
   int warmup = 5;
   int depth = 4;
   bool check = true;
-  double timeoutSec = 60;
+  std::chrono::seconds timeout{60};
   std::string label;  // configuration name for progress lines
 };
 

@@ -82,7 +82,7 @@ void PluginTransport::connect(const std::vector<int>& sendPeers,
   // Both calls are non-blocking: keep polling every pending one, as NCCL's
   // proxy does, so two ranks connecting to each other cannot deadlock.
   auto start = std::chrono::steady_clock::now();
-  auto deadline = start + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = start + params_.timeout;
   int sleepUs = 10;
   while (true) {
     bool pending = false;
@@ -111,7 +111,7 @@ void PluginTransport::connect(const std::vector<int>& sendPeers,
       for (const Connection& conn : recvs_) {
         if (!conn.comm) what += " accept from rank " + std::to_string(conn.peer) + ";";
       }
-      throw TimeoutError("timed out after " + std::to_string(static_cast<int>(params_.timeoutSec)) +
+      throw TimeoutError("timed out after " + std::to_string(params_.timeout.count()) +
                          " s; still NULL:" + what);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));

@@ -5,6 +5,7 @@
 // isend/irecv/test, deregMr, closeSend/closeRecv, finalize.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,7 +26,7 @@ struct PluginTransportParams {
   int dev = 0;           // device index
   int flowsPerPeer = 0;  // > 0: setNetAttr hints before connect/accept
   uint64_t commId = 0;   // same on every rank of a run, as NCCL's comm hash
-  double timeoutSec = 60;
+  std::chrono::seconds timeout{60};
 };
 
 class PluginTransport final : public Transport {

@@ -35,7 +35,7 @@ std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask&
     TcpTransportParams params;
     params.rank = task.rank;
     params.ifname = options.baselineIf;
-    params.timeoutSec = options.timeoutSec;
+    params.timeout = options.timeout;
     return std::make_unique<TcpTransport>(params, store);
   }
   PluginTransportParams params;
@@ -45,7 +45,7 @@ std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask&
   params.dev = options.dev;
   params.flowsPerPeer = options.flowsPerPeer;
   params.commId = task.commId;
-  params.timeoutSec = options.timeoutSec;
+  params.timeout = options.timeout;
   return std::make_unique<PluginTransport>(params, store);
 }
 
@@ -62,7 +62,7 @@ int measure(const Options& options, const RankTask& task, const FileStore& store
   params.warmup = options.warmup;
   params.depth = options.depth;
   params.check = options.check;
-  params.timeoutSec = options.timeoutSec;
+  params.timeout = options.timeout;
   params.label = task.label;
   {
     PatternRunner runner(*transport, store, params);
@@ -87,9 +87,9 @@ int runRank(const Options& options, const RankTask& task) {
   signal(SIGPIPE, SIG_IGN);
   for (const auto& [key, value] : task.config->env) setenv(key.c_str(), value.c_str(), 1);
   setupPluginLogger(task.rank);
-  FileStore store(task.storeDir, options.timeoutSec);
+  FileStore store(task.storeDir, options.timeout);
   std::string errorKey = "error." + std::to_string(task.rank);
-  startWatchdog(task.rank, options.timeoutSec, [&store, errorKey](const std::string& text) {
+  startWatchdog(task.rank, options.timeout, [&store, errorKey](const std::string& text) {
     try {
       store.put(errorKey, text);
     } catch (const std::exception&) {

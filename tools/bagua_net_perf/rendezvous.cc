@@ -35,8 +35,8 @@ class Backoff {
 
 }  // namespace
 
-FileStore::FileStore(std::string dir, double timeoutSec)
-    : dir_(std::move(dir)), timeoutSec_(timeoutSec) {}
+FileStore::FileStore(std::string dir, std::chrono::seconds timeout)
+    : dir_(std::move(dir)), timeout_(timeout) {}
 
 std::string FileStore::path(const std::string& key) const { return dir_ + "/" + key; }
 
@@ -65,13 +65,13 @@ double FileStore::writtenAt(const std::string& key) const {
 }
 
 std::string FileStore::get(const std::string& key, int owner, const std::string& what) const {
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeoutSec_);
+  auto deadline = Clock::now() + timeout_;
   Backoff backoff;
   while (!has(key)) {
     if (Clock::now() > deadline) {
       std::ostringstream msg;
-      msg << "timed out after " << timeoutSec_ << " s waiting for rank " << owner << "'s " << what
-          << " (" << path(key) << " missing): is rank " << owner << " running and alive?";
+      msg << "timed out after " << timeout_.count() << " s waiting for rank " << owner << "'s "
+          << what << " (" << path(key) << " missing): is rank " << owner << " running and alive?";
       throw TimeoutError(msg.str());
     }
     backoff.pause();
@@ -84,7 +84,7 @@ std::string FileStore::get(const std::string& key, int owner, const std::string&
 
 void FileStore::barrier(const std::string& name, int rank, int world) const {
   put("barrier." + name + "." + std::to_string(rank), "");
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeoutSec_);
+  auto deadline = Clock::now() + timeout_;
   Backoff backoff;
   for (int r = 0; r < world; ++r) {
     while (!has("barrier." + name + "." + std::to_string(r))) {
@@ -96,7 +96,7 @@ void FileStore::barrier(const std::string& name, int rank, int world) const {
           }
         }
         std::ostringstream msg;
-        msg << "timed out after " << timeoutSec_ << " s at barrier '" << name
+        msg << "timed out after " << timeout_.count() << " s at barrier '" << name
             << "' waiting for rank(s) " << missing << " (store " << dir_ << ")";
         throw TimeoutError(msg.str());
       }

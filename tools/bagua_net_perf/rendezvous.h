@@ -4,13 +4,14 @@
 // until the file appears or the timeout passes, then name the missing rank.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace bagua::net_perf {
 
 class FileStore {
  public:
-  FileStore(std::string dir, double timeoutSec);
+  FileStore(std::string dir, std::chrono::seconds timeout);
 
   // Writes key atomically.
   void put(const std::string& key, const std::string& value) const;
@@ -30,7 +31,7 @@ class FileStore {
   std::string path(const std::string& key) const;
 
   std::string dir_;
-  double timeoutSec_;
+  std::chrono::seconds timeout_;
 };
 
 }  // namespace bagua::net_perf

@@ -101,7 +101,7 @@ std::string TcpTransport::describe() const {
 }
 
 void TcpTransport::connect(const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = Clock::now() + params_.timeout;
   std::vector<std::pair<int, int>> listeners;  // (peer, fd)
   for (int peer : recvPeers) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -137,7 +137,7 @@ void TcpTransport::connect(const std::vector<int>& sendPeers, const std::vector<
     }
     int32_t hello = params_.rank;  // the acceptor checks who connected
     TOOL_ENFORCE(send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) == sizeof(hello), "send hello");
-    sends_.push_back(std::make_unique<TcpChannel>(fd, Direction::kSend, peer, params_.timeoutSec));
+    sends_.push_back(std::make_unique<TcpChannel>(fd, Direction::kSend, peer, params_.timeout));
   }
   for (auto [peer, listenFd] : listeners) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -152,7 +152,7 @@ void TcpTransport::connect(const std::vector<int>& sendPeers, const std::vector<
     TOOL_ENFORCE(recv(fd, &hello, sizeof(hello), MSG_WAITALL) == sizeof(hello) && hello == peer,
                  "TCP baseline: expected rank " + std::to_string(peer) + " to connect, got " +
                      std::to_string(hello));
-    recvs_.push_back(std::make_unique<TcpChannel>(fd, Direction::kRecv, peer, params_.timeoutSec));
+    recvs_.push_back(std::make_unique<TcpChannel>(fd, Direction::kRecv, peer, params_.timeout));
   }
 }
 

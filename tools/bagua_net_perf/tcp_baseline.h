@@ -4,6 +4,7 @@
 // It is what a plugin must beat; measured in the same run as the plugin.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@ namespace bagua::net_perf {
 struct TcpTransportParams {
   int rank = 0;
   std::string ifname;  // "" = first entry of NCCL_SOCKET_IFNAME, else lo
-  double timeoutSec = 60;
+  std::chrono::seconds timeout{60};
 };
 
 class TcpTransport final : public Transport {

@@ -16,13 +16,13 @@ namespace bagua::net_perf {
 
 using plugin_driver::errnoText;
 
-TcpChannel::TcpChannel(int fd, Direction dir, int peer, double timeoutSec)
+TcpChannel::TcpChannel(int fd, Direction dir, int peer, std::chrono::seconds timeout)
     : fd_(fd), dir_(dir), peer_(peer) {
   int one = 1;
   // Small messages must not wait for Nagle's coalescing (NCCL's sockets do the same).
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeoutSec);
+  tv.tv_sec = static_cast<time_t>(timeout.count());
   setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   thread_ = std::thread([this] { run(); });
