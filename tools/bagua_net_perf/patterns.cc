@@ -43,8 +43,7 @@ double microseconds(Clock::duration d) {
 
 }  // namespace
 
-PatternRunner::PatternRunner(Transport& transport, const FileStore& store,
-                             const PatternParams& params)
+PatternRunner::PatternRunner(Transport& transport, RunStore& store, const PatternParams& params)
     : transport_(transport),
       store_(store),
       params_(params),

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tools/bagua_net_perf/options.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/transport.h"
 
 namespace bagua::net_perf {
@@ -48,7 +48,7 @@ struct PatternParams {
 
 class PatternRunner {
  public:
-  PatternRunner(Transport& transport, const FileStore& store, const PatternParams& params);
+  PatternRunner(Transport& transport, RunStore& store, const PatternParams& params);
   ~PatternRunner();
   PatternRunner(const PatternRunner&) = delete;
   PatternRunner& operator=(const PatternRunner&) = delete;
@@ -87,7 +87,7 @@ class PatternRunner {
   char* slot(const Flow& flow, uint64_t i) const { return flow.base + (i % depth_) * stride_; }
 
   Transport& transport_;
-  const FileStore& store_;
+  RunStore& store_;
   PatternParams params_;
   int depth_;
   size_t stride_ = 0;

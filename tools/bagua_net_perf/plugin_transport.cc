@@ -24,7 +24,7 @@ std::string handleKey(int listener, int sender) {
 
 }  // namespace
 
-PluginTransport::PluginTransport(const PluginTransportParams& params, const FileStore& store)
+PluginTransport::PluginTransport(const PluginTransportParams& params, RunStore& store)
     : params_(params), store_(store), plugin_(loadNetPlugin(params.path, params.abi)) {
   check("init", plugin_->init(params_.commId), "");
   initialized_ = true;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "net_plugin/nccl/net_types.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/transport.h"
 #include "tools/plugin_driver/plugin_loader.h"
 
@@ -32,7 +32,7 @@ struct PluginTransportParams {
 class PluginTransport final : public Transport {
  public:
   // Loads the library and runs init, devices and getProperties; throws on error.
-  PluginTransport(const PluginTransportParams& params, const FileStore& store);
+  PluginTransport(const PluginTransportParams& params, RunStore& store);
 
   std::string describe() const override { return description_; }
   void connect(const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) override;
@@ -58,7 +58,7 @@ class PluginTransport final : public Transport {
   }
 
   PluginTransportParams params_;
-  const FileStore& store_;
+  RunStore& store_;
   std::unique_ptr<plugin_driver::NetPlugin> plugin_;
   std::string description_;
   std::vector<Connection> sends_;

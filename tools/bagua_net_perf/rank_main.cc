@@ -14,7 +14,7 @@
 #include "tools/bagua_net_perf/patterns.h"
 #include "tools/bagua_net_perf/plugin_transport.h"
 #include "tools/bagua_net_perf/rank_report.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/tcp_baseline.h"
 #include "tools/bagua_net_perf/watchdog.h"
 #include "tools/plugin_driver/errors.h"
@@ -30,7 +30,7 @@ using plugin_driver::setupPluginLogger;
 namespace {
 
 std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask& task,
-                                         const FileStore& store) {
+                                         RunStore& store) {
   if (task.config->tcpBaseline) {
     TcpTransportParams params;
     params.rank = task.rank;
@@ -49,7 +49,7 @@ std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask&
   return std::make_unique<PluginTransport>(params, store);
 }
 
-int measure(const Options& options, const RankTask& task, const FileStore& store) {
+int measure(const Options& options, const RankTask& task, RunStore& store) {
   std::unique_ptr<Transport> transport = makeTransport(options, task, store);
   RankReport report;
   report.rank = task.rank;
@@ -87,7 +87,7 @@ int runRank(const Options& options, const RankTask& task) {
   signal(SIGPIPE, SIG_IGN);
   for (const auto& [key, value] : task.config->env) setenv(key.c_str(), value.c_str(), 1);
   setupPluginLogger(task.rank);
-  FileStore store(task.storeDir, options.timeout);
+  RunStore store(task.storeDir, options.timeout);
   std::string errorKey = "error." + std::to_string(task.rank);
   startWatchdog(task.rank, options.timeout, [&store, errorKey](const std::string& text) {
     try {

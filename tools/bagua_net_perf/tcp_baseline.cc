@@ -87,7 +87,7 @@ Request* asOpaque(TcpRequest* request) {
 
 }  // namespace
 
-TcpTransport::TcpTransport(const TcpTransportParams& params, const FileStore& store)
+TcpTransport::TcpTransport(const TcpTransportParams& params, RunStore& store)
     : params_(params),
       store_(store),
       ifname_(chooseInterface(params.ifname)),

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/tcp_channel.h"
 #include "tools/bagua_net_perf/transport.h"
 
@@ -23,7 +23,7 @@ struct TcpTransportParams {
 
 class TcpTransport final : public Transport {
  public:
-  TcpTransport(const TcpTransportParams& params, const FileStore& store);
+  TcpTransport(const TcpTransportParams& params, RunStore& store);
   ~TcpTransport() override;
 
   std::string describe() const override;
@@ -38,7 +38,7 @@ class TcpTransport final : public Transport {
   TcpChannel& channel(std::vector<std::unique_ptr<TcpChannel>>& channels, int peer);
 
   TcpTransportParams params_;
-  const FileStore& store_;
+  RunStore& store_;
   std::string ifname_;
   std::string address_;  // dotted IPv4 of ifname_
   std::vector<std::unique_ptr<TcpChannel>> sends_;
