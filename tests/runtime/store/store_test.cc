@@ -14,7 +14,7 @@
 #include "runtime/store/file_store.h"
 #include "runtime/store/tcp_store.h"
 #include "runtime/store/tcp_store_server.h"
-#include "tests/store/store_test_support.h"
+#include "tests/runtime/store/store_test_support.h"
 
 namespace bagua {
 namespace {

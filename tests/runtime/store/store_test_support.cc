@@ -1,5 +1,5 @@
 // Temporary directories, ports, raw sockets and elapsed time for tests.
-#include "tests/store/store_test_support.h"
+#include "tests/runtime/store/store_test_support.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

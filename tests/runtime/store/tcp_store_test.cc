@@ -16,7 +16,7 @@
 #include "runtime/common/error.h"
 #include "runtime/store/store_protocol.h"
 #include "runtime/store/tcp_store_server.h"
-#include "tests/store/store_test_support.h"
+#include "tests/runtime/store/store_test_support.h"
 
 namespace bagua {
 namespace {
