@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Longest timeout a knob accepts: a year.
+constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+
 const char kTorchrunHint[] =
     " (torchrun sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK)";
 
@@ -42,6 +45,25 @@ std::optional<int64_t> envInt(const char* name, int64_t lo, int64_t hi, const st
                                         " is out of range: must be in " + std::to_string(lo) +
                                         ".." + std::to_string(hi) + range);
   return v;
+}
+
+// The duration in variable `name`, a positive number of seconds (decimals
+// allowed, at most a year); nullopt when unset.
+std::optional<std::chrono::milliseconds> envSeconds(const char* name) {
+  auto text = env(name);
+  if (!text) return std::nullopt;
+  double seconds = 0;
+  const char* first = text->data();
+  const char* last = first + text->size();
+  auto [end, ec] = std::from_chars(first, last, seconds);
+  BAGUA_ENFORCE(
+      !text->empty() && ec == std::errc() && end == last,
+      std::string("environment variable ") + name + "='" + *text + "' is not a number of seconds");
+  BAGUA_ENFORCE(seconds >= 0.001 && seconds <= kMaxSeconds,
+                std::string("environment variable ") + name + "=" + *text +
+                    " is out of range: must be in 0.001.." + std::to_string(int64_t(kMaxSeconds)) +
+                    " seconds");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 int64_t requireInt(const char* name, int64_t lo, int64_t hi, const std::string& range) {
@@ -121,9 +143,11 @@ RendezvousOptions rendezvousOptionsFromEnv() {
     BAGUA_ENFORCE(!dir->empty(), "environment variable BAGUA_STORE_DIR is empty");
     options.storeDir = *dir;
   }
-  if (auto ms = envInt("BAGUA_RENDEZVOUS_TIMEOUT_MS", 1, int64_t(1) << 40, " milliseconds")) {
-    options.timeout = std::chrono::milliseconds(*ms);
-  }
+  // Timeouts are in seconds (_S) across the runtime and the Python package.
+  BAGUA_ENFORCE(!env("BAGUA_RENDEZVOUS_TIMEOUT_MS"),
+                "environment variable BAGUA_RENDEZVOUS_TIMEOUT_MS is no longer read: set "
+                "BAGUA_RENDEZVOUS_TIMEOUT_S (seconds) instead");
+  if (auto timeout = envSeconds("BAGUA_RENDEZVOUS_TIMEOUT_S")) options.timeout = *timeout;
   return options;
 }
 
