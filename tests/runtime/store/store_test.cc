@@ -21,8 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using posix::describeFailures;
-using posix::runLocalRanks;
 using store_testing::secondsSince;
 
 std::vector<uint8_t> bytes(const std::string& s) {
@@ -173,7 +171,7 @@ TEST_P(StoreTest, ConcurrentAddsFromThreadsGiveTheExactTotal) {
 TEST_P(StoreTest, ConcurrentAddsFromProcessesGiveTheExactTotal) {
   constexpr int kProcs = 4;
   constexpr int kAdds = 100;
-  auto results = runLocalRanks(
+  auto results = posix::runLocalRanks(
       kProcs,
       [&](int, const std::string&) {
         auto s = client();
@@ -182,7 +180,7 @@ TEST_P(StoreTest, ConcurrentAddsFromProcessesGiveTheExactTotal) {
         return 0;
       },
       30s);
-  ASSERT_EQ(describeFailures(results), "");
+  ASSERT_EQ(posix::describeFailures(results), "");
   EXPECT_EQ(store_->add("procs", 0), kProcs * kAdds);
   EXPECT_EQ(store_->get("procs/done", 0ms), bytes(std::to_string(kProcs)));
 }
