@@ -46,24 +46,25 @@ def _equal_chunks(primitive, tensor, nranks):
     return tensor.numel() // nranks
 
 
-def send(tensor, dst, comm=None):
-    """Sends `tensor` to rank `dst` of `comm`."""
-    ready = _prepare("send", comm, -1, collective=False, tensor=tensor)
+def _point_to_point(primitive, tensor, peer, peer_name, comm):
+    """send and recv: `tensor` to or from rank `peer` (named `peer_name`)."""
+    ready = _prepare(primitive, comm, -1, collective=False, tensor=tensor)
     if ready:
         comm, backend, device, _ = ready
-        _need(0 <= dst < comm.nranks() and dst != comm.rank(), "send",
-              f"dst {dst} must be another rank of the communicator (0..{comm.nranks() - 1})")
-        _call(backend, device, "send", tensor.data_ptr(), _bytes(tensor), dst)
+        _need(0 <= peer < comm.nranks() and peer != comm.rank(), primitive,
+              f"{peer_name} {peer} must be another rank of the communicator "
+              f"(0..{comm.nranks() - 1})")
+        _call(backend, device, primitive, tensor.data_ptr(), _bytes(tensor), peer)
+
+
+def send(tensor, dst, comm=None):
+    """Sends `tensor` to rank `dst` of `comm`."""
+    _point_to_point("send", tensor, dst, "dst", comm)
 
 
 def recv(tensor, src, comm=None):
     """Receives into `tensor` what rank `src` of `comm` sends."""
-    ready = _prepare("recv", comm, -1, collective=False, tensor=tensor)
-    if ready:
-        comm, backend, device, _ = ready
-        _need(0 <= src < comm.nranks() and src != comm.rank(), "recv",
-              f"src {src} must be another rank of the communicator (0..{comm.nranks() - 1})")
-        _call(backend, device, "recv", tensor.data_ptr(), _bytes(tensor), src)
+    _point_to_point("recv", tensor, src, "src", comm)
 
 
 def broadcast(tensor, src=0, comm=None):
