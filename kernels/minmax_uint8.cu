@@ -1,5 +1,5 @@
-// CUDA kernels of MinMaxUInt8 (minmax_uint8_cuda.h): compress, decompress and
-// the fused decompress + reduce. Grids are (blocks per chunk, chunks) for the
+// CUDA kernels of MinMaxUInt8 (minmax_uint8_cuda.h): compress and
+// decompress. Grids are (blocks per chunk, chunks) for the
 // per-chunk kernels, so the launch count does not depend on nChunks.
 //
 // compress = three launches on the stream: zero the two key words of each
@@ -241,35 +241,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One pass over the target chunk: for every pack, decode it from each of the
-// nChunks compressed chunks (headers come from L1) and sum in Bagua's order.
-template <typename E, int G>
-__global__ void __launch_bounds__(kThreads)
-    decompressReduceKernel(const uint8_t* src, size_t stride, size_t chunkElems, int nChunks,
-                           bool average, typename E::Bits* out) {
-  using Bits = typename E::Bits;
-  const size_t packs = chunkElems / G;
-  for (size_t p = blockIdx.x * size_t{kThreads} + threadIdx.x; p < packs;
-       p += size_t{gridDim.x} * kThreads) {
-    float sum[G];
-    minmax::baguaChunkSum<G>(
-        nChunks,
-        [&](int c, float(&v)[G]) {
-          const uint8_t* header = src + c * stride;
-          const GpuChunkDecoder<E> decoder(header);
-          const Pack<uint8_t, G> q = loadPack<G>(header + minmax::kHeaderBytes + p * G);
-#pragma unroll
-          for (int e = 0; e < G; ++e) v[e] += E::toFloat(decoder.decode(q.v[e]));
-        },
-        sum);
-    Pack<Bits, G> r;
-#pragma unroll
-    for (int e = 0; e < G; ++e)
-      r.v[e] = E::fromFloat(minmax::finishReduce(sum[e], nChunks, average));
-    storePack<G>(out + p * G, r);
-  }
-}
-
 template <typename E>
 cudaError_t launchCompress(const void* src, size_t chunkElems, int nChunks, int target,
                            uint8_t* dst, cudaStream_t stream) {
@@ -328,31 +299,6 @@ cudaError_t launchDecompress(const uint8_t* src, size_t chunkElems, int nChunks,
   return cudaSuccess;
 }
 
-template <typename E>
-cudaError_t launchDecompressReduce(const uint8_t* src, size_t chunkElems, int nChunks, int target,
-                                   bool average, void* data, cudaStream_t stream) {
-  using Bits = typename E::Bits;
-  if (chunkElems == 0) return cudaSuccess;
-  const size_t stride = compressedChunkBytes(chunkElems);
-  int resident = 0;
-  cudaError_t err = residentBlocks(&resident);
-  if (err != cudaSuccess) return err;
-  constexpr int kG = kVec<E>;
-  Bits* out = static_cast<Bits*>(data) + static_cast<size_t>(target) * chunkElems;
-  const bool vec = aligned16(src) && aligned16(out) && (chunkElems * sizeof(Bits)) % 16 == 0;
-  const size_t packs = vec ? chunkElems / kG : chunkElems;
-  const unsigned blocks = blocksFor(packs, resident);
-  if (vec) {
-    decompressReduceKernel<E, kG>
-        <<<blocks, kThreads, 0, stream>>>(src, stride, chunkElems, nChunks, average, out);
-  } else {
-    decompressReduceKernel<E, 1>
-        <<<blocks, kThreads, 0, stream>>>(src, stride, chunkElems, nChunks, average, out);
-  }
-  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
-  return cudaSuccess;
-}
-
 }  // namespace
 
 cudaError_t compress(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
@@ -372,17 +318,6 @@ cudaError_t decompress(DType dtype, const uint8_t* src, size_t chunkElems, int n
   checkAligned("decompress", "dst", dst, dtypeSize(dtype));
   return dispatchGpu(dtype, [&](auto e) {
     return launchDecompress<decltype(e)>(src, chunkElems, nChunks, dst, stream);
-  });
-}
-
-cudaError_t decompressReduce(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
-                             int target, bool average, void* data, cudaStream_t stream) {
-  checkChunkArgs("decompressReduce", dtype, chunkElems, nChunks, target, true);
-  checkAligned("decompressReduce", "src", src, 4);
-  checkAligned("decompressReduce", "data", data, dtypeSize(dtype));
-  return dispatchGpu(dtype, [&](auto e) {
-    return launchDecompressReduce<decltype(e)>(src, chunkElems, nChunks, target, average, data,
-                                               stream);
   });
 }
 

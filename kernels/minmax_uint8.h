@@ -49,7 +49,7 @@
 // fp32 and bf16 only) gets s = 0 and decodes to NaN; there is no lower clamp
 // (a code below 0 saturates to 0). The CPU assumes no flush-to-zero mode.
 //
-// Reduction (reduceChunks, decompressReduce): fp32 sum in Bagua's order (row t
+// Reduction (reduceChunks): fp32 sum in Bagua's order (row t
 // of Y = 2/4/8/16/32 rows, for n <= 4/8/16/32/more chunks, sums chunks t, t+Y,
 // ... from 0.0f; rows are added pairwise by a tree), divided by n in fp32 when
 // averaging, rounded to the dtype. So results equal Bagua's bit for bit.
@@ -84,11 +84,6 @@ void decompressCpu(DType dtype, const uint8_t* src, size_t chunkElems, int nChun
 // accumulation in Bagua's order, written into chunk `target` (0 <= target).
 void reduceChunksCpu(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
                      bool average);
-
-// decompress(src) then reduceChunks(target), bit for bit, but writes only
-// chunk `target` of data (the other chunks are left as they are).
-void decompressReduceCpu(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
-                         int target, bool average, void* data);
 
 // data[i] = data[i] * factor (fp32 multiply, rounded to the dtype).
 void scaleCpu(DType dtype, void* data, size_t n, float factor);

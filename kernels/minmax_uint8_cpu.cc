@@ -4,7 +4,6 @@
 // compiler to vectorize the min/max pass.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/chunk_args.h"
 #include "kernels/cpu_elements.h"
@@ -108,30 +107,6 @@ void decompressAll(const uint8_t* src, size_t chunkElems, int nChunks, void* dst
   }
 }
 
-template <typename E>
-void decompressReduceAll(const uint8_t* src, size_t chunkElems, int nChunks, int target,
-                         bool average, void* data) {
-  auto* out = static_cast<typename E::Bits*>(data) + static_cast<size_t>(target) * chunkElems;
-  const size_t stride = compressedChunkBytes(chunkElems);
-  std::vector<ChunkDecoder<E>> decoders;
-  decoders.reserve(static_cast<size_t>(nChunks));
-  for (int c = 0; c < nChunks; ++c) decoders.emplace_back(src + c * stride);
-  baguaReduceBlocks(
-      chunkElems, nChunks,
-      [&](int c, size_t base, size_t m, float* row) {
-        // Each value goes through the dtype, as when Bagua decompresses into
-        // the bucket before reducing.
-        const ChunkDecoder<E>& decoder = decoders[static_cast<size_t>(c)];
-        const uint8_t* codes = src + c * stride + minmax::kHeaderBytes + base;
-        for (size_t i = 0; i < m; ++i) row[i] = row[i] + E::toFloat(decoder.decode(codes[i]));
-      },
-      [&](size_t base, size_t m, const float* sums) {
-        for (size_t i = 0; i < m; ++i) {
-          out[base + i] = E::fromFloat(minmax::finishReduce(sums[i], nChunks, average));
-        }
-      });
-}
-
 }  // namespace
 
 size_t compressedChunkBytes(size_t chunkElems) {
@@ -148,14 +123,6 @@ void compressCpu(DType dtype, const void* src, size_t chunkElems, int nChunks, i
 void decompressCpu(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks, void* dst) {
   checkChunkArgs("decompressCpu", dtype, chunkElems, nChunks, -1, false);
   dispatchCpu(dtype, [&](auto e) { decompressAll<decltype(e)>(src, chunkElems, nChunks, dst); });
-}
-
-void decompressReduceCpu(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
-                         int target, bool average, void* data) {
-  checkChunkArgs("decompressReduceCpu", dtype, chunkElems, nChunks, target, true);
-  dispatchCpu(dtype, [&](auto e) {
-    decompressReduceAll<decltype(e)>(src, chunkElems, nChunks, target, average, data);
-  });
 }
 
 }  // namespace bagua::kernels

@@ -39,11 +39,6 @@ cudaError_t compress(DType dtype, const void* src, size_t chunkElems, int nChunk
 cudaError_t decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks, void* dst,
                        cudaStream_t stream);
 
-// decompressReduceCpu on the GPU: decodes the nChunks compressed chunks and
-// reduces them straight into chunk `target` of data, in one pass.
-cudaError_t decompressReduce(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
-                             int target, bool average, void* data, cudaStream_t stream);
-
 // reduceChunksCpu on the GPU (in place).
 cudaError_t reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
                          bool average, cudaStream_t stream);

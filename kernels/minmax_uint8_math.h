@@ -46,16 +46,6 @@ BAGUA_HD uint32_t floatToBitsHd(float f) {
 #endif
 }
 
-BAGUA_HD float bitsToFloatHd(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-#endif
-}
-
 // Not Inf and not NaN.
 BAGUA_HD bool isFiniteHd(float f) { return (floatToBitsHd(f) & 0x7f800000u) != 0x7f800000u; }
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "posix/local_ranks.h"
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/comm/nccl_communicator.h"
-#include "runtime/examples/local_ranks.h"
 #include "runtime/ops/cuda_ops.h"
 #include "runtime/reducer/reducer.h"
 #include "runtime/store/file_store.h"
@@ -129,6 +129,6 @@ int runRank(const Args& a, int rank, const std::string& dir) {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
-  return bagua::examples::runLocalRanks(
-      2, "bagua-bench", [&](int rank, const std::string& dir) { return runRank(a, rank, dir); });
+  return bagua::posix::mainExitCode(bagua::posix::runLocalRanks(
+      2, [&](int rank, const std::string& dir) { return runRank(a, rank, dir); }));
 }

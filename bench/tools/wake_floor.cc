@@ -19,17 +19,13 @@
 // --handoff adds the plugin's thread hop on both sides: an I/O thread owns the
 // socket, the caller thread hands it work through an eventfd (waited on by the
 // same mechanism: epoll_wait, or an io_uring poll) and polls for completion
-// with sched_yield, as NCCL's proxy polls test().
-#include <fcntl.h>
-#include <liburing.h>
+// with sched_yield, as NCCL's proxy polls test(). The mechanisms are in
+// wake_io.{h,cc}.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sched.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,188 +40,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench/tools/wake_io.h"
+#include "posix/child_process.h"
+
 namespace {
 
-[[noreturn]] void fail(const std::string& what, int err = errno) {
-  std::fprintf(stderr, "wake_floor: %s: %s\n", what.c_str(), std::strerror(err));
-  std::exit(1);
-}
-
-// Blocking send and receive of exactly n bytes, and a wait for an eventfd,
-// through one wake-up mechanism.
-class Io {
- public:
-  virtual ~Io() = default;
-  virtual void sendAll(const char* buf, size_t n) = 0;
-  virtual void recvAll(char* buf, size_t n) = 0;
-  // Waits until the eventfd's counter is non-zero, then clears it.
-  virtual void waitEvent(int efd) = 0;
-  // True when waitEvent() needs a blocking eventfd.
-  virtual bool blockingEvent() const { return false; }
-};
-
-void clearEvent(int efd) {
-  uint64_t v = 0;
-  if (::read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN) fail("read(eventfd)");
-}
-
-class BlockingIo final : public Io {
- public:
-  explicit BlockingIo(int fd) : fd_(fd) {}
-  void sendAll(const char* buf, size_t n) override {
-    for (size_t done = 0; done < n;) {
-      ssize_t r = ::send(fd_, buf + done, n - done, MSG_NOSIGNAL);
-      if (r <= 0) fail("send");
-      done += static_cast<size_t>(r);
-    }
-  }
-  void recvAll(char* buf, size_t n) override {
-    for (size_t done = 0; done < n;) {
-      ssize_t r = ::recv(fd_, buf + done, n - done, 0);
-      if (r <= 0) fail(r == 0 ? "peer closed" : "recv", r == 0 ? EPIPE : errno);
-      done += static_cast<size_t>(r);
-    }
-  }
-  void waitEvent(int efd) override {  // blocking eventfd read
-    pollfd p{efd, POLLIN, 0};
-    if (::poll(&p, 1, -1) < 0) fail("poll(eventfd)");
-    clearEvent(efd);
-  }
-
- private:
-  int fd_;
-};
-
-class EpollIo final : public Io {
- public:
-  explicit EpollIo(int fd) : fd_(fd), ep_(epoll_create1(EPOLL_CLOEXEC)) {
-    if (ep_ < 0) fail("epoll_create1");
-    int flags = fcntl(fd_, F_GETFL);
-    fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
-    ev.data.fd = fd_;
-    if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd_, &ev) != 0) fail("epoll_ctl");
-  }
-  ~EpollIo() override { ::close(ep_); }
-  void sendAll(const char* buf, size_t n) override {
-    for (size_t done = 0; done < n;) {
-      ssize_t r = ::send(fd_, buf + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (r < 0 && errno == EAGAIN) {
-        wait();
-        continue;
-      }
-      if (r <= 0) fail("send");
-      done += static_cast<size_t>(r);
-    }
-  }
-  void recvAll(char* buf, size_t n) override {
-    for (size_t done = 0; done < n;) {
-      ssize_t r = ::recv(fd_, buf + done, n - done, MSG_DONTWAIT);
-      if (r < 0 && errno == EAGAIN) {
-        wait();
-        continue;
-      }
-      if (r <= 0) fail(r == 0 ? "peer closed" : "recv", r == 0 ? EPIPE : errno);
-      done += static_cast<size_t>(r);
-    }
-  }
-  void waitEvent(int efd) override {
-    if (!eventAdded_) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.fd = efd;
-      if (epoll_ctl(ep_, EPOLL_CTL_ADD, efd, &ev) != 0) fail("epoll_ctl(eventfd)");
-      eventAdded_ = true;
-    }
-    for (;;) {
-      uint64_t v = 0;
-      if (::read(efd, &v, sizeof(v)) == sizeof(v)) return;
-      wait();
-    }
-  }
-
- private:
-  void wait() {
-    epoll_event evs[4];
-    if (epoll_wait(ep_, evs, 4, -1) < 0 && errno != EINTR) fail("epoll_wait");
-  }
-  int fd_;
-  int ep_;
-  bool eventAdded_ = false;
-};
-
-class UringIo final : public Io {
- public:
-  UringIo(int fd, bool deferTaskrun, bool readEvent) : fd_(fd), readEvent_(readEvent) {
-    io_uring_params p{};
-    if (deferTaskrun) p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-    int err = io_uring_queue_init_params(64, &ring_, &p);
-    if (err < 0) fail("io_uring_queue_init_params", -err);
-  }
-  ~UringIo() override { io_uring_queue_exit(&ring_); }
-  void sendAll(const char* buf, size_t n) override {
-    for (size_t done = 0; done < n;) {
-      io_uring_prep_send(sqe(), fd_, buf + done, n - done, MSG_NOSIGNAL);
-      int r = complete();
-      if (r <= 0) fail("io_uring send", -r);
-      done += static_cast<size_t>(r);
-    }
-  }
-  void recvAll(char* buf, size_t n) override {
-    for (size_t done = 0; done < n;) {
-      io_uring_prep_recv(sqe(), fd_, buf + done, n - done, 0);
-      int r = complete();
-      if (r <= 0) fail(r == 0 ? "peer closed" : "io_uring recv", r == 0 ? EPIPE : -r);
-      done += static_cast<size_t>(r);
-    }
-  }
-  // A poll SQE, then read(2), as uring_engine.cc; or (uring-read) one read
-  // SQE on a blocking eventfd, which waits and clears in one operation.
-  void waitEvent(int efd) override {
-    if (readEvent_) {
-      uint64_t v = 0;
-      io_uring_prep_read(sqe(), efd, &v, sizeof(v), 0);
-      int r = complete();
-      if (r != sizeof(v)) fail("io_uring read(eventfd)", r < 0 ? -r : EIO);
-      return;
-    }
-    io_uring_prep_poll_add(sqe(), efd, POLLIN);
-    int r = complete();
-    if (r < 0) fail("io_uring poll(eventfd)", -r);
-    clearEvent(efd);
-  }
-  bool blockingEvent() const override { return readEvent_; }
-
- private:
-  io_uring_sqe* sqe() {
-    io_uring_sqe* s = io_uring_get_sqe(&ring_);
-    if (s == nullptr) fail("io_uring_get_sqe", EBUSY);
-    return s;
-  }
-  // Submits the one queued SQE and waits for its completion.
-  int complete() {
-    io_uring_cqe* cqe = nullptr;
-    int err = io_uring_submit_and_wait(&ring_, 1);
-    if (err < 0) fail("io_uring_submit_and_wait", -err);
-    err = io_uring_peek_cqe(&ring_, &cqe);
-    if (err < 0) fail("io_uring_peek_cqe", -err);
-    int res = cqe->res;
-    io_uring_cqe_seen(&ring_, cqe);
-    return res;
-  }
-  int fd_;
-  bool readEvent_;
-  io_uring ring_{};
-};
-
-std::unique_ptr<Io> makeIo(const std::string& mode, int fd) {
-  if (mode == "blocking") return std::make_unique<BlockingIo>(fd);
-  if (mode == "epoll") return std::make_unique<EpollIo>(fd);
-  if (mode == "uring") return std::make_unique<UringIo>(fd, true, false);
-  if (mode == "uring-read") return std::make_unique<UringIo>(fd, true, true);
-  return std::make_unique<UringIo>(fd, false, false);  // uring-plain; parse() checked the names
-}
+using bagua::bench::fail;
+using bagua::bench::Io;
+using bagua::bench::makeIo;
 
 struct Options {
   int iters = 20000;
@@ -340,16 +162,12 @@ Stats runOnce(const Options& o, const std::string& mode) {
   int childFd = -1;
   int fd = connectedPair(&childFd);
   int total = o.warmup + o.iters;
-  pid_t pid = fork();
-  if (pid < 0) fail("fork");
-  if (pid == 0) {
+  bagua::posix::ChildProcess echo([&] {
     ::close(fd);
-    {
-      Side side(mode, childFd, o.size, total, false, o.handoff);
-      for (int i = 0; i < total; ++i) side.roundTrip();
-    }  // joins the I/O thread, which sends the last reply
-    std::_Exit(0);
-  }
+    Side side(mode, childFd, o.size, total, false, o.handoff);
+    for (int i = 0; i < total; ++i) side.roundTrip();
+    return 0;  // ~Side joins the I/O thread, which sends the last reply
+  });
   ::close(childFd);
   std::vector<double> us;
   us.reserve(static_cast<size_t>(o.iters));
@@ -363,10 +181,9 @@ Stats runOnce(const Options& o, const std::string& mode) {
       }
     }
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
+  int code = echo.wait();
   ::close(fd);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("echo process failed", ECHILD);
+  if (code != 0) fail("echo process " + echo.describeExit(), ECHILD);
   std::sort(us.begin(), us.end());
   double sum = 0;
   for (double v : us) sum += v;

@@ -11,8 +11,8 @@
 // Every repetition is timed alone with a pair of CUDA events. GB/s = bytes of
 // elements (chunkElems * nChunks * sizeof(dtype)) / time, for every row,
 // copy included, so "%copy" compares like with like. Rows: copy, compress
-// (all chunks), compress1 (target 0: one chunk), decompress, decReduce
-// (decompressReduce into chunk 0), reduce (reduceChunks into chunk 0).
+// (all chunks), compress1 (target 0: one chunk), decompress, reduce
+// (reduceChunks into chunk 0).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -241,11 +241,6 @@ int main(int argc, char** argv) {
             {"decompress",
              [&] {
                BENCH_CUDA(kernels::decompress(dtype, packed, chunkElems, chunks, dst, stream));
-             }},
-            {"decReduce",
-             [&] {
-               BENCH_CUDA(kernels::decompressReduce(dtype, packed, chunkElems, chunks, 0, true, dst,
-                                                    stream));
              }},
             {"reduce",
              [&] {

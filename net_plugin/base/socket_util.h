@@ -1,37 +1,18 @@
-// Small wrappers over the socket system calls the plugin uses, and an owning
-// file-descriptor type. Setup-time helpers throw NetError naming the call,
+// Small wrappers over the socket system calls the plugin uses, on the owning
+// file-descriptor type of posix/fd.h. Setup-time helpers throw NetError naming the call,
 // the address and errno (EMFILE and ENOMEM included).
 #pragma once
 
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include <utility>
-
 #include "net_plugin/base/params.h"
 #include "net_plugin/base/sock_addr.h"
+#include "posix/fd.h"
 
 namespace bagua::net {
 
-// Owns a file descriptor; closes it on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+using posix::Fd;
 
 // A non-blocking listening socket bound to `addr` with an ephemeral port;
 // *bound receives the address with the port the kernel chose.

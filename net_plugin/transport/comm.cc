@@ -18,7 +18,7 @@ constexpr auto kCloseTimeout = std::chrono::seconds(30);
 Comm::Comm(Kind kind, std::string peer, std::shared_ptr<Engine> engine)
     : engine_(std::move(engine)), kind_(kind), peer_(std::move(peer)) {}
 
-Comm::~Comm() { magic_ = 0; }
+Comm::~Comm() = default;
 
 Worker& nextWorker(Engine& engine) {
   static std::atomic<unsigned> next{0};

@@ -26,7 +26,6 @@ class Stream;
 
 class Comm : public StreamOwner {
  public:
-  static constexpr uint32_t kMagic = 0x4d4d4f43;  // "COMM"
   enum class Kind : uint8_t { kSend, kRecv };
 
   Comm(Kind kind, std::string peer, std::shared_ptr<Engine> engine);
@@ -35,7 +34,6 @@ class Comm : public StreamOwner {
   Comm& operator=(const Comm&) = delete;
 
   Kind kind() const { return kind_; }
-  bool valid() const { return magic_ == kMagic; }
   const std::string& peer() const { return peer_; }
   size_t streamCount() const { return streams_.size(); }
 
@@ -71,7 +69,6 @@ class Comm : public StreamOwner {
   std::shared_ptr<Engine> engine_;
 
  private:
-  uint32_t magic_ = kMagic;
   Kind kind_;
   std::string peer_;
   std::atomic<Status> failure_{Status::kOk};

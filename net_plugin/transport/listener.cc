@@ -24,7 +24,7 @@ ListenComm::ListenComm(const NetDevice& device, int nStreams, const Params& para
   handle_ = makeListenHandle(bound, static_cast<uint16_t>(nStreams), randomToken());
 }
 
-ListenComm::~ListenComm() { magic_ = 0; }
+ListenComm::~ListenComm() = default;
 
 std::unique_ptr<RecvComm> ListenComm::accept() {
   std::lock_guard<std::mutex> lock(mutex_);

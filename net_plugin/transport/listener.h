@@ -25,8 +25,6 @@ namespace bagua::net {
 
 class ListenComm {
  public:
-  static constexpr uint32_t kMagic = 0x4e53494c;  // "LISN"
-
   // Opens a listening socket on the device's address; throws NetError.
   // Accepted connections run with `params` (copied: the handshake timeout
   // and socket options) on the engine `engines` gives.
@@ -35,7 +33,6 @@ class ListenComm {
   ListenComm(const ListenComm&) = delete;
   ListenComm& operator=(const ListenComm&) = delete;
 
-  bool valid() const { return magic_ == kMagic; }
   const ListenHandle& handle() const { return handle_; }
 
   // Progresses setup; returns a comm when one is ready, else nullptr.
@@ -64,7 +61,6 @@ class ListenComm {
   void admit(Pending& p, const Hello& hello);
   void expireGroups(Clock::time_point now);
 
-  uint32_t magic_ = kMagic;
   const Params params_;
   EngineSource engines_;
   std::mutex mutex_;

@@ -9,12 +9,9 @@
 namespace bagua::net {
 
 struct MemoryRegion {
-  static constexpr uint32_t kMagic = 0x4e474552;  // "REGN"
-  uint32_t magic = kMagic;
   const uint8_t* base = nullptr;
   size_t size = 0;
 
-  bool valid() const { return magic == kMagic; }
   bool covers(const void* data, size_t len) const {
     const auto* p = static_cast<const uint8_t*>(data);
     return p >= base && len <= size && static_cast<size_t>(p - base) <= size - len;

@@ -12,6 +12,7 @@
 #if BAGUA_PYTHON_HAVE_NCCL
 #include "runtime/comm/nccl_communicator.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device_scope.h"
 #endif
 
 namespace bagua::python {
@@ -20,21 +21,6 @@ namespace {
 void* pointer(uintptr_t p) { return reinterpret_cast<void*>(p); }
 
 #if BAGUA_PYTHON_HAVE_NCCL
-// Makes `device` current for a scope (events belong to the current device).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    BAGUA_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) BAGUA_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 // `waiter` waits for the work enqueued on `stream` so far. Never blocks the
 // host; the event is released once the wait is done.
 void streamWaits(cudaStream_t waiter, cudaStream_t stream) {

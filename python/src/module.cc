@@ -22,6 +22,7 @@
 #include "python/src/async_binding.h"
 #include "python/src/callback_store.h"
 #include "python/src/process_group.h"
+#include "python/src/reducer_binding.h"
 #include "python/src/registry_binding.h"
 #include "runtime/common/error.h"
 

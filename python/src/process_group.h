@@ -1,28 +1,30 @@
-// The binding's view of libbagua: a ProcessGroup (a communicator and the
-// DeviceOps of its device) and a Reducer over it, with the types Python
-// passes (pointers as integers, dtype and op names as strings). The
-// collectives of a ProcessGroup are in collectives.cc.
+// The binding's view of libbagua's communicators: a ProcessGroup (a
+// communicator and the DeviceOps of its device), with the types Python
+// passes (pointers as integers, dtype and op names as strings, timeouts as
+// seconds). The collectives of a ProcessGroup are in collectives.cc; the
+// Reducer over groups is in reducer_binding.h.
 #pragma once
 
 #include <cstdint>
 
+#include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
-#include "runtime/algorithms/registry.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/ops/device_ops.h"
-#include "runtime/reducer/reducer.h"
 #include "runtime/store/store.h"
 
 namespace bagua::python {
 
 bool hasNccl();
+
+// A timeout Python passes (`timeout_s`, seconds) as the runtime holds it;
+// throws InvalidArgument unless it is positive.
+std::chrono::milliseconds timeoutFromSeconds(double seconds);
 
 class ProcessGroup {
  public:
@@ -76,23 +78,6 @@ class ProcessGroup {
   std::chrono::milliseconds timeout_{0};
   std::mutex lastMutex_;
   std::shared_ptr<Work> last_;  // CUDA: the latest operation, polled for errors
-};
-
-class PyReducer {
- public:
-  PyReducer(ProcessGroup& group, Store& store, const std::string& algorithm,
-            const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
-            size_t bucketBytes, double timeoutS, const std::string& prefix,
-            const OptionMap& options, ProcessGroup* intra, ProcessGroup* inter, int nodes);
-  void markReady(size_t index, uintptr_t ptr) {
-    reducer_->markReady(index, reinterpret_cast<void*>(ptr));
-  }
-  void markAllReady() { reducer_->markAllReady(); }
-  void wait() { reducer_->wait(); }
-  size_t numBuckets() const { return reducer_->buckets().size(); }
-
- private:
-  std::unique_ptr<Reducer> reducer_;
 };
 
 }  // namespace bagua::python

@@ -9,6 +9,7 @@
 #include "runtime/comm/nccl_communicator.h"
 #include "runtime/comm/op_args.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device_scope.h"
 
 namespace bagua {
 namespace {
@@ -61,22 +62,6 @@ const uint8_t* bytesAt(const void* p, size_t offset) {
 }
 
 uint8_t* bytesAt(void* p, size_t offset) { return static_cast<uint8_t*>(p) + offset; }
-
-// Makes `device` current for a scope: kernel launches and stream-ordered
-// allocations go to the current device, whatever thread calls.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    BAGUA_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) BAGUA_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 }  // namespace
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "posix/local_ranks.h"
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/comm/gloo_communicator.h"
-#include "runtime/examples/local_ranks.h"
 #include "runtime/ops/cpu_ops.h"
 #include "runtime/reducer/reducer.h"
 #include "runtime/store/file_store.h"
@@ -160,7 +160,6 @@ int runRank(const Args& args, int rank, const std::string& storeDir) {
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
-  return bagua::examples::runLocalRanks(
-      args.ranks, "bagua-train",
-      [&](int rank, const std::string& dir) { return runRank(args, rank, dir); });
+  return bagua::posix::mainExitCode(bagua::posix::runLocalRanks(
+      args.ranks, [&](int rank, const std::string& dir) { return runRank(args, rank, dir); }));
 }

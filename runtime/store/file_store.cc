@@ -13,49 +13,37 @@
 #include <thread>
 #include <utility>
 
+#include "posix/fd.h"
 #include "runtime/common/error.h"
 #include "runtime/store/store_text.h"
 
 namespace bagua {
 namespace {
 
+using posix::Fd;
+
 using Clock = std::chrono::steady_clock;
 
 // Encoded file names stay below NAME_MAX (255) with room for the prefix.
 constexpr size_t kMaxFileName = 240;
-// Polling starts fast (a value usually arrives within milliseconds of the
-// first look) and backs off so that many waiting ranks do not hammer a shared
-// filesystem.
-constexpr std::chrono::milliseconds kFirstPoll{1};
-constexpr std::chrono::milliseconds kMaxPoll{20};
 
 std::string errnoText() { return std::strerror(errno); }
 
-// Closes a descriptor (and drops its flock) on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Sleeps for the current poll interval (never past `deadline`) and doubles it.
-void pollSleep(std::chrono::milliseconds& interval, Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  std::this_thread::sleep_for(std::max(std::chrono::milliseconds(0), std::min(interval, left)));
-  interval = std::min(interval * 2, kMaxPoll);
+// Sleeps for the current poll interval (never past `deadline`) and doubles
+// it up to `max`. Polling starts fast (a value usually arrives soon after the
+// first look) and backs off so that many waiting ranks do not hammer a
+// shared filesystem.
+void pollSleep(std::chrono::microseconds& interval, std::chrono::microseconds max,
+               Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+  std::this_thread::sleep_for(std::max(std::chrono::microseconds(0), std::min(interval, left)));
+  interval = std::min(interval * 2, max);
 }
 
 }  // namespace
 
-FileStore::FileStore(std::string dir) : dir_(std::move(dir)) {
+FileStore::FileStore(std::string dir, FilePolling polling)
+    : dir_(std::move(dir)), polling_(polling) {
   BAGUA_ENFORCE(!dir_.empty(), "FileStore: the directory name is empty");
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
@@ -142,7 +130,7 @@ void FileStore::set(const std::string& key, const std::vector<uint8_t>& value) {
 
 std::vector<uint8_t> FileStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  auto interval = kFirstPoll;
+  auto interval = polling_.first;
   for (;;) {
     if (auto value = tryRead(key)) return std::move(*value);
     if (Clock::now() >= deadline) {
@@ -150,7 +138,7 @@ std::vector<uint8_t> FileStore::get(const std::string& key, std::chrono::millise
                                     store_text::describeDuration(timeout) +
                                     ": the key was never set");
     }
-    pollSleep(interval, deadline);
+    pollSleep(interval, polling_.max, deadline);
   }
 }
 
@@ -183,11 +171,10 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
 
 void FileStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  auto interval = kFirstPoll;
+  auto interval = polling_.first;
   std::vector<std::string> missing = keys;
   for (;;) {
-    std::erase_if(missing,
-                  [&](const std::string& k) { return ::access(pathOf(k).c_str(), F_OK) == 0; });
+    std::erase_if(missing, [&](const std::string& k) { return has(k); });
     if (missing.empty()) return;
     if (Clock::now() >= deadline) {
       BAGUA_THROW(TimeoutError, "FileStore '" + dir_ + "': wait timed out after " +
@@ -196,8 +183,19 @@ void FileStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
                                     std::to_string(keys.size()) +
                                     " keys still missing: " + store_text::describeKeys(missing));
     }
-    pollSleep(interval, deadline);
+    pollSleep(interval, polling_.max, deadline);
   }
+}
+
+bool FileStore::has(const std::string& key) const {
+  return ::access(pathOf(key).c_str(), F_OK) == 0;
+}
+
+std::optional<std::filesystem::file_time_type> FileStore::writtenAt(const std::string& key) const {
+  std::error_code ec;
+  auto at = std::filesystem::last_write_time(pathOf(key), ec);
+  if (ec) return std::nullopt;
+  return at;
 }
 
 }  // namespace bagua

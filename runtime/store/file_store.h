@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -16,15 +18,29 @@
 
 namespace bagua {
 
+// How get() and wait() poll: first after `first`, the interval doubling up
+// to `max`. The defaults spare a shared filesystem when many ranks wait; the
+// ranks of a benchmark on one host, which arrive within microseconds, poll
+// faster.
+struct FilePolling {
+  std::chrono::microseconds first{1000};
+  std::chrono::microseconds max{20000};
+};
+
 class FileStore final : public Store {
  public:
   // Uses directory `dir`, creating it (and its parents) if needed.
-  explicit FileStore(std::string dir);
+  explicit FileStore(std::string dir, FilePolling polling = {});
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override;
   std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+
+  // Whether `key` is set now (never waits).
+  bool has(const std::string& key) const;
+  // When `key` was last set (its file's modification time); nullopt if unset.
+  std::optional<std::filesystem::file_time_type> writtenAt(const std::string& key) const;
 
   // The directory this store lives in.
   const std::string& dir() const { return dir_; }
@@ -35,6 +51,7 @@ class FileStore final : public Store {
   void writeAtomically(const std::string& key, const std::vector<uint8_t>& value);
 
   std::string dir_;
+  FilePolling polling_;
 };
 
 }  // namespace bagua

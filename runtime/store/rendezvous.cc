@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Longest timeout a knob accepts: a year.
+constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+
 const char kTorchrunHint[] =
     " (torchrun sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK)";
 
@@ -27,21 +30,47 @@ std::optional<std::string> env(const char* name) {
   return std::string(v);
 }
 
-// The integer in variable `name`, which must lie in [lo, hi]; nullopt when
-// unset. `range` says what the bounds mean, for the message.
-std::optional<int64_t> envInt(const char* name, int64_t lo, int64_t hi, const std::string& range) {
+// The whole text of variable `name` parsed as a T (std::from_chars: no
+// spaces, no suffixes); nullopt when unset. `form` names what was expected,
+// for the message ("an integer").
+template <typename T>
+std::optional<T> envParsed(const char* name, const char* form) {
   auto text = env(name);
   if (!text) return std::nullopt;
-  int64_t v = 0;
+  T v{};
   const char* first = text->data();
   const char* last = first + text->size();
   auto [end, ec] = std::from_chars(first, last, v);
   BAGUA_ENFORCE(!text->empty() && ec == std::errc() && end == last,
-                std::string("environment variable ") + name + "='" + *text + "' is not an integer");
-  BAGUA_ENFORCE(v >= lo && v <= hi, std::string("environment variable ") + name + "=" + *text +
-                                        " is out of range: must be in " + std::to_string(lo) +
-                                        ".." + std::to_string(hi) + range);
+                std::string("environment variable ") + name + "='" + *text + "' is not " + form);
   return v;
+}
+
+// Throws unless `ok`: "environment variable NAME=VALUE is out of range: must
+// be in BOUNDS".
+void enforceRange(bool ok, const char* name, const std::string& bounds) {
+  BAGUA_ENFORCE(ok, std::string("environment variable ") + name + "=" + env(name).value_or("") +
+                        " is out of range: must be in " + bounds);
+}
+
+// The integer in variable `name`, which must lie in [lo, hi]; nullopt when
+// unset. `range` says what the bounds mean, for the message.
+std::optional<int64_t> envInt(const char* name, int64_t lo, int64_t hi, const std::string& range) {
+  auto v = envParsed<int64_t>(name, "an integer");
+  if (v)
+    enforceRange(*v >= lo && *v <= hi, name,
+                 std::to_string(lo) + ".." + std::to_string(hi) + range);
+  return v;
+}
+
+// The duration in variable `name`, a positive number of seconds (decimals
+// allowed, at most a year); nullopt when unset.
+std::optional<std::chrono::milliseconds> envSeconds(const char* name) {
+  auto seconds = envParsed<double>(name, "a number of seconds");
+  if (!seconds) return std::nullopt;
+  enforceRange(*seconds >= 0.001 && *seconds <= kMaxSeconds, name,
+               "0.001.." + std::to_string(int64_t(kMaxSeconds)) + " seconds");
+  return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
 }
 
 int64_t requireInt(const char* name, int64_t lo, int64_t hi, const std::string& range) {
@@ -121,9 +150,11 @@ RendezvousOptions rendezvousOptionsFromEnv() {
     BAGUA_ENFORCE(!dir->empty(), "environment variable BAGUA_STORE_DIR is empty");
     options.storeDir = *dir;
   }
-  if (auto ms = envInt("BAGUA_RENDEZVOUS_TIMEOUT_MS", 1, int64_t(1) << 40, " milliseconds")) {
-    options.timeout = std::chrono::milliseconds(*ms);
-  }
+  // Timeouts are in seconds (_S) across the runtime and the Python package.
+  BAGUA_ENFORCE(!env("BAGUA_RENDEZVOUS_TIMEOUT_MS"),
+                "environment variable BAGUA_RENDEZVOUS_TIMEOUT_MS is no longer read: set "
+                "BAGUA_RENDEZVOUS_TIMEOUT_S (seconds) instead");
+  if (auto timeout = envSeconds("BAGUA_RENDEZVOUS_TIMEOUT_S")) options.timeout = *timeout;
   return options;
 }
 

@@ -47,7 +47,9 @@ struct RendezvousOptions {
 RendezvousInfo rendezvousInfoFromEnv();
 
 // Defaults, with storeDir from BAGUA_STORE_DIR and timeout from
-// BAGUA_RENDEZVOUS_TIMEOUT_MS when they are set.
+// BAGUA_RENDEZVOUS_TIMEOUT_S (seconds) when they are set; throws
+// InvalidArgument naming a malformed value (or the old
+// BAGUA_RENDEZVOUS_TIMEOUT_MS, which is no longer read).
 RendezvousOptions rendezvousOptionsFromEnv();
 
 class Rendezvous {

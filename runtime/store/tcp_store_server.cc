@@ -1,21 +1,15 @@
-// TcpStoreServer on Boost.Asio: an acceptor, one Session per connection, and
-// Waiters for blocking get/wait requests. Every handler runs on the server
-// thread, so the table, the waiter list and the session set are unlocked;
-// only the Stats counters are atomics.
+// TcpStoreServer on Boost.Asio: an acceptor, one Session per connection
+// (tcp_store_session.h), and Waiters for blocking get/wait requests. Every
+// handler runs on the server thread, so the table, the waiter list and the
+// session set are unlocked; only the Stats counters are atomics.
 #include "runtime/store/tcp_store_server.h"
 
 // Boost 1.74's Asio needs <utility> first under GCC 12 in C++20 mode.
 #include <utility>
 
-#include <array>
 #include <atomic>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <cstdio>
-#include <deque>
 #include <list>
 #include <optional>
 #include <thread>
@@ -25,14 +19,18 @@
 #include "runtime/common/error.h"
 #include "runtime/store/store_protocol.h"
 #include "runtime/store/store_text.h"
+#include "runtime/store/tcp_store_session.h"
 
 namespace bagua {
 namespace {
 
-namespace asio = boost::asio;
 namespace proto = store_protocol;
-using asio::ip::tcp;
-using ErrorCode = boost::system::error_code;
+using store_server::ErrorCode;
+using store_server::Session;
+using store_server::SessionOwner;
+using store_server::tcp;
+using store_server::Waiter;
+namespace asio = store_server::asio;
 
 // How long the destructor lets queued replies drain before cutting them off.
 constexpr std::chrono::seconds kStopGrace{1};
@@ -40,28 +38,17 @@ constexpr std::chrono::seconds kStopGrace{1};
 // persistent failure does not spin the thread.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
 
-class Session;
-
-// A get/wait parked until its keys are all set or its timer fires.
-struct Waiter {
-  explicit Waiter(asio::io_context& io) : timer(io) {}
-  std::weak_ptr<Session> session;
-  proto::Request request;
-  std::unordered_set<std::string> missing;
-  asio::steady_timer timer;
-  std::list<std::shared_ptr<Waiter>>::iterator self;
-};
-
-class ServerCore {
+class ServerCore final : public SessionOwner {
  public:
   ServerCore(int port, const std::string& host);
-  ~ServerCore();
+  ~ServerCore() override;
 
-  // Handlers for sessions (server thread only).
-  void handle(const std::shared_ptr<Session>& session, proto::Request request);
-  void dropWaiter(const std::shared_ptr<Waiter>& waiter);
-  void sessionOpened(Session* s);
-  void sessionClosed(Session* s);
+  // SessionOwner (server thread only).
+  void handle(const std::shared_ptr<Session>& session, proto::Request request) override;
+  void dropWaiter(const std::shared_ptr<Waiter>& waiter) override;
+  void sessionOpened(Session* s) override;
+  void sessionClosed(Session* s) override;
+  void malformedFrame() override { ++malformed_; }
 
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
@@ -86,107 +73,6 @@ class ServerCore {
   std::unordered_set<Session*> sessions_;
   bool stopping_ = false;
   std::thread thread_;
-};
-
-// One client connection: reads a frame, answers it, reads the next. While a
-// get/wait is parked the next header read is already posted; the client may
-// not send then, so anything arriving (or EOF) closes the session and drops
-// its waiter at once instead of at its timeout.
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, ServerCore& server) : socket_(std::move(socket)), server_(server) {}
-
-  void start() {
-    server_.sessionOpened(this);
-    ErrorCode ignored;
-    socket_.set_option(tcp::no_delay(true), ignored);
-    readHeader();
-  }
-
-  // Queues one response frame.
-  void reply(proto::Op op, const proto::Response& response) {
-    if (closed_) return;
-    out_.push_back(proto::encodeResponse(op, response));
-    if (!writing_) writeNext();
-  }
-
-  // Closes now, or after the queued replies went out.
-  void closeWhenFlushed() {
-    closeWhenFlushed_ = true;
-    if (!writing_) close();
-  }
-
-  // Closes the socket and drops any parked request; idempotent.
-  void close() {
-    if (closed_) return;
-    closed_ = true;
-    if (waiter_) server_.dropWaiter(waiter_);
-    waiter_.reset();
-    ErrorCode ignored;
-    socket_.close(ignored);
-    server_.sessionClosed(this);
-  }
-
-  void setWaiter(std::shared_ptr<Waiter> w) { waiter_ = std::move(w); }
-  void clearWaiter() { waiter_.reset(); }
-
- private:
-  void readHeader() {
-    asio::async_read(socket_, asio::buffer(header_),
-                     [self = shared_from_this()](ErrorCode ec, size_t) { self->onHeader(ec); });
-  }
-
-  void onHeader(ErrorCode ec) {
-    if (ec || waiter_) return close();
-    auto length = proto::decodeHeader(header_.data());
-    if (!length) return malformed();
-    body_.resize(*length);
-    asio::async_read(socket_, asio::buffer(body_),
-                     [self = shared_from_this()](ErrorCode e, size_t) { self->onBody(e); });
-  }
-
-  void onBody(ErrorCode ec) {
-    if (ec) return close();
-    auto request = proto::decodeRequest(body_.data(), body_.size());
-    if (!request) return malformed();
-    body_.clear();
-    body_.shrink_to_fit();
-    server_.handle(shared_from_this(), std::move(*request));
-    if (!closed_) readHeader();
-  }
-
-  void malformed() {
-    ++server_.malformed_;
-    close();
-  }
-
-  void writeNext() {
-    if (out_.empty()) {
-      writing_ = false;
-      if (closeWhenFlushed_) close();
-      return;
-    }
-    writing_ = true;
-    asio::async_write(socket_, asio::buffer(out_.front()),
-                      [self = shared_from_this()](ErrorCode ec, size_t) {
-                        if (ec) {
-                          self->writing_ = false;
-                          return self->close();
-                        }
-                        self->out_.pop_front();
-                        self->writeNext();
-                      });
-  }
-
-  tcp::socket socket_;
-  ServerCore& server_;
-  std::array<uint8_t, proto::kHeaderBytes> header_{};
-  std::vector<uint8_t> body_;
-  std::deque<std::vector<uint8_t>> out_;
-  std::shared_ptr<Waiter> waiter_;
-  bool writing_ = false;
-  bool closed_ = false;
-  bool closeWhenFlushed_ = false;
 };
 
 ServerCore::ServerCore(int port, const std::string& host) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "tests/kernels/kernel_cases.h"
+
 namespace bagua::kernels::testing {
 namespace {
 
@@ -93,18 +95,6 @@ Bounds bounds(float mn, float mx) {
   return b;
 }
 
-uint32_t elementBits(DType dtype, const void* data, size_t i) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  if (dtype == DType::kFloat32) {
-    uint32_t b;
-    std::memcpy(&b, p + 4 * i, 4);
-    return b;
-  }
-  uint16_t h;
-  std::memcpy(&h, p + 2 * i, 2);
-  return h;
-}
-
 }  // namespace
 
 uint32_t referenceFromFloat(DType dtype, float f) {
@@ -158,18 +148,18 @@ ReferenceChunk referenceCompress(DType dtype, const void* chunk, size_t n) {
   size_t minAt = 0;
   size_t maxAt = 0;
   for (size_t i = 1; i < n; ++i) {
-    const float x = referenceToFloat(dtype, elementBits(dtype, chunk, i));
-    if (x < referenceToFloat(dtype, elementBits(dtype, chunk, minAt))) minAt = i;
-    if (x > referenceToFloat(dtype, elementBits(dtype, chunk, maxAt))) maxAt = i;
+    const float x = referenceToFloat(dtype, bitsAt(dtype, chunk, i));
+    if (x < referenceToFloat(dtype, bitsAt(dtype, chunk, minAt))) minAt = i;
+    if (x > referenceToFloat(dtype, bitsAt(dtype, chunk, maxAt))) maxAt = i;
   }
-  out.minBits = elementBits(dtype, chunk, minAt);
-  out.maxBits = elementBits(dtype, chunk, maxAt);
+  out.minBits = bitsAt(dtype, chunk, minAt);
+  out.maxBits = bitsAt(dtype, chunk, maxAt);
   const Bounds b =
       bounds(referenceToFloat(dtype, out.minBits), referenceToFloat(dtype, out.maxBits));
   out.codes.resize(n);
   for (size_t i = 0; i < n; ++i) {
     // level = rintf(x * scale); level = min(level, upper_bound); level - lower_bound
-    float level = std::rint(referenceToFloat(dtype, elementBits(dtype, chunk, i)) * b.scale);
+    float level = std::rint(referenceToFloat(dtype, bitsAt(dtype, chunk, i)) * b.scale);
     level = std::fmin(level, b.upper);
     out.codes[i] = toUint8LikeNvcc(level - b.lower);
   }
@@ -202,7 +192,7 @@ std::vector<uint32_t> referenceReduce(DType dtype, const void* data, size_t chun
     for (int tidy = 0; tidy < height; ++tidy) {
       float sum = 0.0;
       for (int i = tidy; i < nChunks; i += height) {
-        sum = sum + referenceToFloat(dtype, elementBits(dtype, data, chunkElems * i + idx));
+        sum = sum + referenceToFloat(dtype, bitsAt(dtype, data, chunkElems * i + idx));
       }
       sdata[static_cast<size_t>(tidy)] = sum;
     }

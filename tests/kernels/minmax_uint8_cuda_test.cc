@@ -83,8 +83,8 @@ class CudaKernels : public ::testing::Test {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
-  // compress (target -1 and the last chunk), decompress of the CPU's bytes,
-  // reduceChunks and decompressReduce of one case, each against the CPU.
+  // compress (target -1 and the last chunk), decompress of the CPU's bytes
+  // and reduceChunks of one case, each against the CPU.
   void checkCase(const KernelCase& kc, bool aligned) {
     const size_t width = dtypeSize(kc.dtype);
     const size_t stride = compressedChunkBytes(kc.chunkElems);
@@ -125,15 +125,6 @@ class CudaKernels : public ::testing::Test {
           reduceChunks(kc.dtype, src.get(), kc.chunkElems, kc.nChunks, last, average, stream_));
       ASSERT_CUDA(cudaStreamSynchronize(stream_));
       ASSERT_EQ(difference(src.download(), cpuReduced), "") << kc.name << " reduce " << average;
-
-      std::vector<uint8_t> cpuFused = kc.bytes;
-      decompressReduceCpu(kc.dtype, cpuPacked.data(), kc.chunkElems, kc.nChunks, 0, average,
-                          cpuFused.data());
-      src.upload(kc.bytes);
-      ASSERT_CUDA(decompressReduce(kc.dtype, packed.get(), kc.chunkElems, kc.nChunks, 0, average,
-                                   src.get(), stream_));
-      ASSERT_CUDA(cudaStreamSynchronize(stream_));
-      ASSERT_EQ(difference(src.download(), cpuFused), "") << kc.name << " decompressReduce";
     }
   }
 

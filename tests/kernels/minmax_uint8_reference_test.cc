@@ -138,28 +138,5 @@ TEST(BaguaReduceOrder, StackFormulationMatchesBlockTree) {
   }
 }
 
-TEST_F(ReferenceSweep, DecompressReduceEqualsDecompressThenReduce) {
-  for (const KernelCase& kc : *cases_) {
-    const size_t stride = compressedChunkBytes(kc.chunkElems);
-    std::vector<uint8_t> packed(stride * kc.nChunks);
-    compressCpu(kc.dtype, kc.data(), kc.chunkElems, kc.nChunks, -1, packed.data());
-    const int target = kc.nChunks / 2;
-    for (bool average : {false, true}) {
-      std::vector<uint8_t> twoStep(kc.bytes.size());
-      decompressCpu(kc.dtype, packed.data(), kc.chunkElems, kc.nChunks, twoStep.data());
-      reduceChunksCpu(kc.dtype, twoStep.data(), kc.chunkElems, kc.nChunks, target, average);
-      std::vector<uint8_t> fused = kc.bytes;
-      decompressReduceCpu(kc.dtype, packed.data(), kc.chunkElems, kc.nChunks, target, average,
-                          fused.data());
-      const size_t width = dtypeSize(kc.dtype);
-      const size_t from = target * kc.chunkElems * width;
-      const size_t to = from + kc.chunkElems * width;
-      ASSERT_TRUE(std::equal(fused.begin() + from, fused.begin() + to, twoStep.begin() + from))
-          << kc.name << " avg " << average;
-      ASSERT_TRUE(std::equal(fused.begin(), fused.begin() + from, kc.bytes.begin())) << kc.name;
-    }
-  }
-}
-
 }  // namespace
 }  // namespace bagua::kernels

@@ -11,18 +11,18 @@
 #include <cstring>
 #include <vector>
 
-#include "tests/net_plugin/support/child_process.h"
 #include "tests/net_plugin/support/patterns.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
+#include "tests/net_plugin/support/pipe.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-using net_perf::DeviceInfo;
-using net_perf::loadNetPlugin;
-using net_perf::NetPlugin;
+using plugin_driver::DeviceInfo;
+using plugin_driver::loadNetPlugin;
+using plugin_driver::NetPlugin;
 
 const std::vector<size_t> kSizes = {0, 1, 4095, 65536, (1u << 20) + 3, 8u << 20};
 

@@ -14,8 +14,8 @@
 
 #include "net_plugin/api/api.h"
 #include "net_plugin/transport/wire.h"
-#include "tests/net_plugin/support/child_process.h"
 #include "tests/net_plugin/support/harness.h"
+#include "tests/net_plugin/support/pipe.h"
 
 namespace bagua::net::testing {
 namespace {
@@ -50,6 +50,16 @@ void* connectWithin(char* handle, std::chrono::milliseconds timeout) {
     if (api::connect(nullptr, 0, handle, &send) != ncclSuccess) return nullptr;
   }
   return send;
+}
+
+// Listens on device 0 for a raw peer (see rawHandshake): the handle as the
+// wire's ListenHandle.
+ListenHandle listenForRawPeer(void** listenComm) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  EXPECT_EQ(api::listen(0, handle, listenComm), ncclSuccess);
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  return h;
 }
 
 // Raw peer: connects every stream of `h` with a valid hello, so the parent
@@ -125,10 +135,8 @@ TEST(PeerDeath, SenderFailsWhenReceiverProcessIsKilled) {
 TEST(PeerDeath, EofInsideAChunkFailsTheReceive) {
   clearCapturedLog();
   void* listenComm = nullptr;
-  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
-  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
-  ListenHandle h;
-  std::memcpy(&h, handle, sizeof(h));
+  ListenHandle h = listenForRawPeer(&listenComm);
+  ASSERT_NE(listenComm, nullptr);
   Pipe ready;
   ChildProcess child([&] {
     std::vector<int> fds = rawHandshake(h);
@@ -161,10 +169,8 @@ TEST(PeerDeath, EofInsideAChunkFailsTheReceive) {
 TEST(PeerDeath, GarbageAfterHandshakeFailsTheReceive) {
   clearCapturedLog();
   void* listenComm = nullptr;
-  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
-  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
-  ListenHandle h;
-  std::memcpy(&h, handle, sizeof(h));
+  ListenHandle h = listenForRawPeer(&listenComm);
+  ASSERT_NE(listenComm, nullptr);
   ChildProcess child([&] {
     std::vector<int> fds = rawHandshake(h);
     if (fds.empty()) return 1;

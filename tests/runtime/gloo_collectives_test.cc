@@ -11,23 +11,13 @@
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/common/error.h"
 #include "tests/runtime/collective_values.h"
+#include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-GlooCommunicator::Options loopback() {
-  GlooCommunicator::Options o;
-  o.iface = "lo";
-  o.timeout = 20s;
-  return o;
-}
-
-void check(bool cond, const std::string& what) {
-  if (!cond) throw std::runtime_error(what);
-}
 
 void expectNoMismatch(const std::string& mismatch, const std::string& where) {
   check(mismatch.empty(), where + ": " + mismatch);
@@ -37,7 +27,7 @@ class GlooCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooCollectives, AllreduceEveryDtypeAndOp) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     const size_t n = 1001;
     for (DType dtype : allDTypes()) {
       for (ReduceOp op : opsFor(dtype)) {
@@ -53,7 +43,7 @@ TEST_P(GlooCollectives, AllreduceEveryDtypeAndOp) {
 
 TEST_P(GlooCollectives, ReduceAtEveryRootLeavesOtherRanksAlone) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     const size_t n = 257;
     for (DType dtype : allDTypes()) {
       for (ReduceOp op : opsFor(dtype)) {
@@ -86,7 +76,7 @@ TEST_P(GlooCollectives, ReduceAtEveryRootLeavesOtherRanksAlone) {
 
 TEST_P(GlooCollectives, ReduceScatterEveryDtypeAndOp) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     const size_t per = 13;
     for (DType dtype : allDTypes()) {
       for (ReduceOp op : opsFor(dtype)) {
@@ -104,7 +94,7 @@ TEST_P(GlooCollectives, ReduceScatterEveryDtypeAndOp) {
 
 TEST_P(GlooCollectives, IntegerAverageTruncatesTowardZero) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     // Rank 0 holds -7 and 7, the others 0: the mean is +-7 / size, truncated.
     std::vector<int32_t> v = {rank == 0 ? -7 : 0, rank == 0 ? 7 : 0};
     comm.allreduce(v.data(), 2, DType::kInt32, ReduceOp::kAvg)->wait(20s);
@@ -124,7 +114,7 @@ uint8_t pattern(int from, int to, size_t k) { return static_cast<uint8_t>(from *
 
 TEST_P(GlooCollectives, GatherAndScatterAtEveryRoot) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     const size_t per = 333;
     for (int root = 0; root < size; ++root) {
       std::vector<uint8_t> mine(per);
@@ -166,7 +156,7 @@ std::vector<size_t> offsetsOf(const std::vector<size_t>& bytes, bool packed) {
 
 TEST_P(GlooCollectives, AlltoallvWithUnevenAndEmptyBlocks) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     std::vector<size_t> sendBytes(size), recvBytes(size);
     for (int j = 0; j < size; ++j) {
       sendBytes[j] = blockBytes(rank, j);
@@ -199,7 +189,7 @@ TEST_P(GlooCollectives, AlltoallvWithUnevenAndEmptyBlocks) {
 
 TEST_P(GlooCollectives, ZeroSizeOperationsComplete) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     const std::vector<size_t> zeros(size, 0);
     std::vector<std::shared_ptr<Work>> work = {
         comm.allreduce(nullptr, 0, DType::kInt64, ReduceOp::kBxor),
@@ -236,7 +226,7 @@ std::string rejects(Call&& call, const std::string& text) {
 
 TEST(GlooCollectiveErrors, BadArgumentsAreRejectedBeforeAnythingRuns) {
   auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     float f[4] = {};
     int32_t i[4] = {};
     const std::vector<size_t> two(2, 0), three(3, 0);

@@ -9,6 +9,7 @@
 #include "kernels/float_bits.h"
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/common/error.h"
+#include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
@@ -16,23 +17,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-GlooCommunicator::Options loopback() {
-  GlooCommunicator::Options o;
-  o.iface = "lo";
-  o.timeout = 20s;
-  return o;
-}
-
-// Throws with `what` unless `cond` holds (assertions for ranks).
-void check(bool cond, const std::string& what) {
-  if (!cond) throw std::runtime_error(what);
-}
-
 class GlooRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooRanks, AllreduceSumAndMeanAreExact) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{1} << 20}) {
       std::vector<float> v(n);
       for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(rank + 1 + static_cast<int>(i % 5));
@@ -52,7 +41,7 @@ TEST_P(GlooRanks, AllreduceSumAndMeanAreExact) {
 
 TEST_P(GlooRanks, HalfPrecisionReducesInFloat) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     std::vector<uint16_t> h(1001, kernels::floatToHalf(static_cast<float>(rank + 1)));
     std::vector<uint16_t> b(1001, kernels::floatToBf16(static_cast<float>(rank + 1)));
     comm.allreduce(h.data(), h.size(), DType::kFloat16, ReduceOp::kSum);
@@ -67,7 +56,7 @@ TEST_P(GlooRanks, HalfPrecisionReducesInFloat) {
 
 TEST_P(GlooRanks, DataMovementOperations) {
   auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     const size_t per = 333;  // odd: nothing aligned
     std::vector<uint8_t> mine(per, static_cast<uint8_t>(rank + 10));
     std::vector<uint8_t> all(per * static_cast<size_t>(size));
@@ -109,7 +98,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooRanks, ::testing::Values(1, 2, 3, 4));
 
 TEST(GlooFaults, DeadPeerFailsTheCollectiveWithinTheTimeout) {
   auto outcomes = runRanks(3, [](int rank, int size, Store& store) {
-    GlooCommunicator::Options o = loopback();
+    GlooCommunicator::Options o = loopbackGloo();
     o.timeout = 3s;
     GlooCommunicator comm(store, rank, size, o);
     std::vector<float> v(1 << 16, 1.0f);
@@ -132,7 +121,7 @@ TEST(GlooFaults, DeadPeerFailsTheCollectiveWithinTheTimeout) {
 
 TEST(GlooFaults, BadPeerIndexIsRejected) {
   auto outcomes = runRanks(1, [](int rank, int size, Store& store) {
-    GlooCommunicator comm(store, rank, size, loopback());
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
     uint8_t b = 0;
     try {
       comm.send(&b, 1, 3);

@@ -13,6 +13,7 @@
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/ops/cpu_ops.h"
 #include "runtime/reducer/reducer.h"
+#include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
@@ -20,22 +21,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-void check(bool cond, const std::string& what) {
-  if (!cond) throw std::runtime_error(what);
-}
-
 struct Gloo {
   std::shared_ptr<GlooCommunicator> comm;
   std::shared_ptr<CpuOps> ops;
 };
 
 Gloo connect(Store& store, int rank, int size, const std::string& prefix) {
-  GlooCommunicator::Options o;
-  o.iface = "lo";
-  o.timeout = 20s;
-  o.prefix = prefix;
   Gloo g;
-  g.comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
+  g.comm = std::make_shared<GlooCommunicator>(store, rank, size, loopbackGloo(prefix));
   g.ops = std::make_shared<CpuOps>(*g.comm);
   return g;
 }

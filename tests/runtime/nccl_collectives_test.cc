@@ -20,10 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-void check(bool cond, const std::string& what) {
-  if (!cond) throw std::runtime_error(what);
-}
-
 void cudaCheck(cudaError_t err, const char* what) {
   check(err == cudaSuccess, std::string(what) + ": " + cudaGetErrorString(err));
 }

@@ -24,10 +24,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-void check(bool cond, const std::string& what) {
-  if (!cond) throw std::runtime_error(what);
-}
-
 // GPUs visible, counted in a child so the parent never initialises CUDA
 // (a CUDA context does not survive fork).
 int gpuCount() {

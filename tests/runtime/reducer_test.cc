@@ -17,16 +17,13 @@
 #include "runtime/ops/cpu_ops.h"
 #include "runtime/reducer/reducer.h"
 #include "tests/runtime/bytegrad_reference.h"
+#include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-void check(bool cond, const std::string& what) {
-  if (!cond) throw std::runtime_error(what);
-}
 
 // Sizes that exercise: empty, tiny, odd, several buckets at a 4 KiB cap.
 const std::vector<size_t> kSizes = {0, 1, 3, 1000, 1023, 17, 4096, 5, 2000, 1};
@@ -49,11 +46,7 @@ struct RankSetup {
 
 RankSetup makeSetup(int rank, int size, Store& store, const std::string& prefix = "gloo") {
   RankSetup s;
-  GlooCommunicator::Options o;
-  o.iface = "lo";
-  o.timeout = 20s;
-  o.prefix = prefix;
-  s.comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
+  s.comm = std::make_shared<GlooCommunicator>(store, rank, size, loopbackGloo(prefix));
   s.ops = std::make_shared<CpuOps>(*s.comm);
   for (size_t t = 0; t < kSizes.size(); ++t) {
     s.grads.push_back(gradient(rank, t, kSizes[t]));

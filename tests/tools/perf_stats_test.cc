@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/options.h"
 #include "tools/bagua_net_perf/report.h"
 #include "tools/bagua_net_perf/stats.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
 namespace {
+
+using plugin_driver::UsageError;
 
 std::vector<double> oneTo(int n) {  // n, n-1, ..., 1: the sort is exercised
   std::vector<double> values;

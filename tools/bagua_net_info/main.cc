@@ -16,11 +16,20 @@
 #include <string>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
-#include "tools/bagua_net_perf/plugin_logger.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_loader.h"
+#include "tools/plugin_driver/plugin_logger.h"
 
-namespace bagua::net_perf {
+namespace bagua::net_info {
+
+using plugin_driver::checkPluginCall;
+using plugin_driver::DeviceInfo;
+using plugin_driver::kExitOk;
+using plugin_driver::loadNetPlugin;
+using plugin_driver::NetPlugin;
+using plugin_driver::resolveDefaultPlugin;
+using plugin_driver::setupPluginLogger;
+
 namespace {
 
 struct InfoOptions {
@@ -46,24 +55,24 @@ InfoOptions parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) PERF_THROW(UsageError, arg + " needs a value");
+      if (i + 1 >= argc) TOOL_THROW(UsageError, arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--plugin") {
       o.plugin = value();
     } else if (arg == "--abi") {
       o.abi = std::atoi(value().c_str());
-      if (o.abi < 8 || o.abi > 11) PERF_THROW(UsageError, "--abi takes 8, 9, 10 or 11");
+      if (o.abi < 8 || o.abi > 11) TOOL_THROW(UsageError, "--abi takes 8, 9, 10 or 11");
     } else if (arg == "--dev") {
       o.dev = std::atoi(value().c_str());
-      if (o.dev < 0) PERF_THROW(UsageError, "--dev takes a device index >= 0");
+      if (o.dev < 0) TOOL_THROW(UsageError, "--dev takes a device index >= 0");
     } else if (arg == "--no-connect") {
       o.connect = false;
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
       std::exit(kExitOk);
     } else {
-      PERF_THROW(UsageError, "unknown argument " + arg);
+      TOOL_THROW(UsageError, "unknown argument " + arg);
     }
   }
   if (o.plugin.empty()) o.plugin = resolveDefaultPlugin();
@@ -100,7 +109,7 @@ void connectToSelf(NetPlugin& plugin, int dev) {
     if (sendComm == nullptr) check("connect", plugin.connect(dev, handle, &sendComm));
     if (recvComm == nullptr) check("accept", plugin.accept(listenComm, &recvComm));
     if (std::chrono::steady_clock::now() > deadline) {
-      PERF_THROW(TimeoutError, "device " + std::to_string(dev) +
+      TOOL_THROW(TimeoutError, "device " + std::to_string(dev) +
                                    " could not connect to itself within 10 s (firewall, or an "
                                    "address other hosts cannot reach either?)");
     }
@@ -122,20 +131,20 @@ int run(int argc, char** argv) {
   check("init", plugin->init(0));
   int ndev = 0;
   printDevices(*plugin, &ndev);
-  if (ndev == 0) PERF_THROW(PerfError, "no devices (check NCCL_SOCKET_IFNAME)");
-  if (o.dev >= ndev) PERF_THROW(UsageError, "--dev " + std::to_string(o.dev) + " does not exist");
+  if (ndev == 0) TOOL_THROW(ToolError, "no devices (check NCCL_SOCKET_IFNAME)");
+  if (o.dev >= ndev) TOOL_THROW(UsageError, "--dev " + std::to_string(o.dev) + " does not exist");
   if (o.connect) connectToSelf(*plugin, o.dev);
   check("finalize", plugin->finalize());
   return kExitOk;
 }
 
 }  // namespace
-}  // namespace bagua::net_perf
+}  // namespace bagua::net_info
 
 int main(int argc, char** argv) {
-  using namespace bagua::net_perf;
+  using namespace bagua::plugin_driver;
   try {
-    return run(argc, argv);
+    return bagua::net_info::run(argc, argv);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "bagua-net-info: %s (see --help)\n", e.what());
     return kExitUsage;

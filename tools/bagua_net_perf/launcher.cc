@@ -1,64 +1,37 @@
 // See launcher.h. The launcher stays single-threaded, so fork() is safe, and
-// loads no plugin itself: each child applies its environment first.
+// loads no plugin itself: each child (posix::ChildProcess) applies its
+// environment first.
 #include "tools/bagua_net_perf/launcher.h"
 
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
+#include "posix/child_process.h"
 #include "tools/bagua_net_perf/rank_main.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::errnoText;
+using plugin_driver::kExitError;
+using plugin_driver::kExitMismatch;
+using plugin_driver::kExitOk;
+
 namespace {
 
-struct Child {
-  int rank;
-  pid_t pid;
-  bool running = true;
-};
-
-std::string describeStatus(int rank, int status) {
-  std::string who = "rank " + std::to_string(rank);
-  if (WIFSIGNALED(status)) {
-    return who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-           strsignal(WTERMSIG(status)) + ")";
-  }
-  int code = WEXITSTATUS(status);
-  return who + " exited with code " + std::to_string(code);
-}
-
-// Stops the children still running: SIGTERM, then SIGKILL after a grace period.
-void killRest(std::vector<Child>& children) {
-  for (Child& c : children) {
-    if (c.running) kill(c.pid, SIGTERM);
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (Child& c : children) {
-    while (c.running) {
-      int status = 0;
-      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.running = false;
-      } else if (std::chrono::steady_clock::now() > deadline) {
-        kill(c.pid, SIGKILL);
-        waitpid(c.pid, &status, 0);
-        c.running = false;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-    }
-  }
-}
+// How long ranks get to end after SIGTERM once a peer failed.
+constexpr std::chrono::seconds kStopGrace{2};
 
 uint64_t commIdOf(const std::string& dir) { return std::hash<std::string>{}(dir) | 1; }
 
@@ -82,7 +55,7 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
   std::string dir = spec.storeRoot + "/" + patternName(spec.pattern) + "." + spec.config->name +
                     ".rep" + std::to_string(spec.rep);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    PERF_THROW(PerfError, errnoText("mkdir " + dir, errno));
+    TOOL_THROW(ToolError, errnoText("mkdir " + dir, errno));
   }
   RankTask task;
   task.pattern = spec.pattern;
@@ -98,48 +71,36 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
   } else {
     for (int r = 0; r < options.ranks; ++r) local.push_back(r);
   }
-  std::vector<Child> children;
+  std::vector<posix::ChildProcess> children;
+  children.reserve(local.size());
   for (int rank : local) {
-    std::fflush(nullptr);  // children must not flush the parent's buffered output again
-    pid_t pid = fork();
-    PERF_SYSCALL(pid, "fork");
-    if (pid == 0) {
+    children.emplace_back([&options, task, rank]() mutable {
       task.rank = rank;
       if (!options.netns.empty()) enterNetns(options.netns[static_cast<size_t>(rank)]);
-      int code = runRank(options, task);
-      std::fflush(nullptr);
-      _exit(code);
-    }
-    children.push_back(Child{rank, pid});
+      return runRank(options, task);
+    });
   }
-  size_t running = children.size();
-  while (running > 0) {
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR) continue;
-    PERF_SYSCALL(pid, "waitpid");
-    for (Child& c : children) {
-      if (c.pid != pid || !c.running) continue;
-      c.running = false;
-      --running;
-      bool clean = WIFEXITED(status) && WEXITSTATUS(status) == kExitOk;
-      bool wrongData = WIFEXITED(status) && WEXITSTATUS(status) == kExitMismatch;
-      if (!clean && !wrongData && outcome.failure.empty()) {
-        outcome.failure = describeStatus(c.rank, status);
-        killRest(children);  // a peer of a dead rank would only wait for its timeout
-        running = 0;
-      }
+  for (size_t ended; (ended = posix::waitAny(children)) < children.size();) {
+    int code = children[ended].exitCode();
+    if (code != kExitOk && code != kExitMismatch && outcome.failure.empty()) {
+      outcome.failure =
+          "rank " + std::to_string(local[ended]) + " " + children[ended].describeExit();
+      // A peer of a dead rank would only wait for its timeout.
+      posix::stopAll(children, kStopGrace);
     }
   }
-  FileStore store(dir, options.timeoutSec);
+  RunStore store(dir, options.timeout);
   if (!outcome.failure.empty()) {
     // The earliest explanation is usually the cause; the others are its echoes
     // (a peer that saw the connection drop).
     int first = -1;
+    std::optional<std::filesystem::file_time_type> firstAt;
     for (int r = 0; r < task.world; ++r) {
-      double at = store.writtenAt("error." + std::to_string(r));
-      if (at >= 0 && (first < 0 || at < store.writtenAt("error." + std::to_string(first))))
+      auto at = store.writtenAt("error." + std::to_string(r));
+      if (at && (!firstAt || *at < *firstAt)) {
         first = r;
+        firstAt = at;
+      }
     }
     if (first >= 0) outcome.failure = store.get("error." + std::to_string(first), first, "error");
     return outcome;
@@ -149,16 +110,14 @@ RunOutcome launchRun(const Options& options, const RunSpec& spec) {
     return outcome;
   }
   // Local ranks have finished; ranks elsewhere (manual mode) may still be writing.
-  auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(options.timeoutSec);
+  auto deadline = std::chrono::steady_clock::now() + options.timeout;
   for (int r = 0; r < task.world; ++r) {
     std::string result = "result." + std::to_string(r);
     std::string error = "error." + std::to_string(r);
     while (!store.has(result) && !store.has(error)) {
       if (std::chrono::steady_clock::now() > deadline) {
         outcome.failure = "rank " + std::to_string(r) + " reported no results within " +
-                          std::to_string(static_cast<int>(options.timeoutSec)) + " s (store " +
-                          dir + ")";
+                          std::to_string(options.timeout.count()) + " s (store " + dir + ")";
         return outcome;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -9,19 +9,27 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/launcher.h"
 #include "tools/bagua_net_perf/options.h"
 #include "tools/bagua_net_perf/report.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::errnoText;
+using plugin_driver::kExitError;
+using plugin_driver::kExitMismatch;
+using plugin_driver::kExitOk;
+using plugin_driver::kExitUsage;
+using plugin_driver::UsageError;
+
 namespace {
 
 std::string makeStoreRoot(const Options& options) {
   if (options.manual()) return options.store;
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/bagua-net-perf.XXXXXX";
-  if (mkdtemp(templ.data()) == nullptr) PERF_THROW(PerfError, errnoText("mkdtemp " + templ, errno));
+  if (mkdtemp(templ.data()) == nullptr) TOOL_THROW(ToolError, errnoText("mkdtemp " + templ, errno));
   return templ;
 }
 

@@ -4,15 +4,20 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
 
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
 #include "tools/bagua_net_perf/usage.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::resolveDefaultPlugin;
+using plugin_driver::UsageError;
+
 namespace {
 
 constexpr int kMaxDepth = 32;  // NCCL_NET_MAX_REQUESTS: what a plugin must accept per comm
@@ -227,7 +232,9 @@ bool parseOptions(int argc, char** argv, Options* o) {
       {"--compare-to", [&](const std::string& v) { o->compareTo = v; }},
       {"--json", [&](const std::string& v) { o->jsonPath = v; }},
       {"--timeout",
-       [&](const std::string& v) { o->timeoutSec = parseInt("--timeout", v, 1, 86400); }},
+       [&](const std::string& v) {
+         o->timeout = std::chrono::seconds(parseInt("--timeout", v, 1, 86400));
+       }},
       {"--dev", [&](const std::string& v) { o->dev = parseInt("--dev", v, 0, 1023); }},
       {"--abi", [&](const std::string& v) { o->abi = parseInt("--abi", v, 8, 11); }},
       {"--flows-per-peer",

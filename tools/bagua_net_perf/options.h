@@ -3,6 +3,7 @@
 // configurations to compare (--configs, --baseline) and the outputs.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -49,8 +50,8 @@ struct Options {
   std::string baselineIf;     // interface of the TCP baseline ("" = from NCCL_SOCKET_IFNAME or lo)
   std::string compareTo;      // --compare-to: the reference of the ratio column ("" = tcp)
   std::string jsonPath;
-  double timeoutSec = 60;
-  int dev = 0;           // plugin device index
+  std::chrono::seconds timeout{60};  // --timeout: bound on every wait
+  int dev = 0;                       // plugin device index
   int abi = 0;           // --abi: 0 = newest table found, else exactly ncclNetPlugin_v<abi>
   int flowsPerPeer = 0;  // > 0: call v11 setNetAttr with this many flows per peer
 

@@ -11,9 +11,14 @@
 #include <sstream>
 
 #include "tools/bagua_net_perf/data_check.h"
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::errnoText;
+using plugin_driver::TimeoutError;
+using plugin_driver::ToolError;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -38,8 +43,7 @@ double microseconds(Clock::duration d) {
 
 }  // namespace
 
-PatternRunner::PatternRunner(Transport& transport, const FileStore& store,
-                             const PatternParams& params)
+PatternRunner::PatternRunner(Transport& transport, RunStore& store, const PatternParams& params)
     : transport_(transport),
       store_(store),
       params_(params),
@@ -73,8 +77,8 @@ void PatternRunner::setup(size_t maxBytes) {
   auto allocate = [&]() {
     void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) {
-      PERF_THROW(
-          PerfError,
+      TOOL_THROW(
+          ToolError,
           errnoText("mmap of " + std::to_string(length) + " B of buffers (lower -e or -d)", errno));
     }
     regions_.emplace_back(static_cast<char*>(base), length);
@@ -145,7 +149,7 @@ SizeResult PatternRunner::run(size_t size) {
 }
 
 Request* PatternRunner::postOne(Flow& flow, char* data, size_t size, const std::string& what) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = Clock::now() + params_.timeout;
   while (true) {
     Request* request = flow.dir == Direction::kSend
                            ? transport_.isend(flow.peer, data, size, flow.memory)
@@ -154,20 +158,20 @@ Request* PatternRunner::postOne(Flow& flow, char* data, size_t size, const std::
     idle();
     if (Clock::now() > deadline) {
       throw TimeoutError(what + ": the transport " + "kept returning a NULL request for " +
-                         std::to_string(static_cast<int>(params_.timeoutSec)) + " s");
+                         std::to_string(params_.timeout.count()) + " s");
     }
   }
 }
 
 size_t PatternRunner::waitOne(Flow& flow, Request* request, const std::string& what) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = Clock::now() + params_.timeout;
   size_t bytes = 0;
   while (!transport_.test(request, &bytes)) {
     idle();
     if (Clock::now() > deadline) {
       throw TimeoutError(what + " (" + (flow.dir == Direction::kSend ? "send to" : "receive from") +
                          " rank " + std::to_string(flow.peer) + ") not done after " +
-                         std::to_string(static_cast<int>(params_.timeoutSec)) + " s");
+                         std::to_string(params_.timeout.count()) + " s");
     }
   }
   return bytes;
@@ -241,7 +245,7 @@ void PatternRunner::lockstep(size_t size, int count, Phase phase, SizeResult* re
     }
     if (progress) {
       lastProgress = now;
-    } else if (now - lastProgress > std::chrono::duration<double>(params_.timeoutSec)) {
+    } else if (now - lastProgress > params_.timeout) {
       throw TimeoutError(stuckReport(size, count));
     } else {
       idle();
@@ -300,7 +304,7 @@ void PatternRunner::verifyTimed(size_t size, int count, SizeResult* result) cons
 std::string PatternRunner::stuckReport(size_t size, int count) const {
   std::ostringstream text;
   text << patternName(params_.pattern) << " " << formatSize(size) << ": no progress for "
-       << params_.timeoutSec << " s;";
+       << params_.timeout.count() << " s;";
   for (const Flow& flow : flows_) {
     text << (flow.dir == Direction::kSend ? " send to rank " : " receive from rank ") << flow.peer
          << ": " << flow.posted << " of " << count << " posted, " << flow.done << " completed;";

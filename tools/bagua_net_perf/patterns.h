@@ -8,13 +8,14 @@
 // message. Every wait gives up after the timeout with a description.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "tools/bagua_net_perf/options.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/transport.h"
 
 namespace bagua::net_perf {
@@ -41,13 +42,13 @@ struct PatternParams {
   int warmup = 5;
   int depth = 4;
   bool check = true;
-  double timeoutSec = 60;
+  std::chrono::seconds timeout{60};
   std::string label;  // configuration name for progress lines
 };
 
 class PatternRunner {
  public:
-  PatternRunner(Transport& transport, const FileStore& store, const PatternParams& params);
+  PatternRunner(Transport& transport, RunStore& store, const PatternParams& params);
   ~PatternRunner();
   PatternRunner(const PatternRunner&) = delete;
   PatternRunner& operator=(const PatternRunner&) = delete;
@@ -86,7 +87,7 @@ class PatternRunner {
   char* slot(const Flow& flow, uint64_t i) const { return flow.base + (i % depth_) * stride_; }
 
   Transport& transport_;
-  const FileStore& store_;
+  RunStore& store_;
   PatternParams params_;
   int depth_;
   size_t stride_ = 0;

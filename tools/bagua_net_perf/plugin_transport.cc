@@ -6,10 +6,16 @@
 #include <sstream>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_logger.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_logger.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::DeviceInfo;
+using plugin_driver::loadNetPlugin;
+using plugin_driver::throwPluginError;
+using plugin_driver::TimeoutError;
+
 namespace {
 
 std::string handleKey(int listener, int sender) {
@@ -18,14 +24,14 @@ std::string handleKey(int listener, int sender) {
 
 }  // namespace
 
-PluginTransport::PluginTransport(const PluginTransportParams& params, const FileStore& store)
+PluginTransport::PluginTransport(const PluginTransportParams& params, RunStore& store)
     : params_(params), store_(store), plugin_(loadNetPlugin(params.path, params.abi)) {
   check("init", plugin_->init(params_.commId), "");
   initialized_ = true;
   int ndev = 0;
   check("devices", plugin_->devices(&ndev), "");
   if (ndev < 1 || params_.dev >= ndev) {
-    PERF_THROW(PerfError, "plugin " + plugin_->name() + " reports " + std::to_string(ndev) +
+    TOOL_THROW(ToolError, "plugin " + plugin_->name() + " reports " + std::to_string(ndev) +
                               " device(s); --dev " + std::to_string(params_.dev) +
                               " does not exist (check NCCL_SOCKET_IFNAME)");
   }
@@ -33,7 +39,7 @@ PluginTransport::PluginTransport(const PluginTransportParams& params, const File
   check("getProperties", plugin_->getProperties(params_.dev, &info),
         "dev " + std::to_string(params_.dev));
   if ((info.ptrSupport & NCCL_PTR_HOST) == 0) {
-    PERF_THROW(PerfError, "device " + info.name + " does not support host memory (ptrSupport " +
+    TOOL_THROW(ToolError, "device " + info.name + " does not support host memory (ptrSupport " +
                               std::to_string(info.ptrSupport) + ")");
   }
   std::ostringstream text;
@@ -67,7 +73,7 @@ void PluginTransport::connect(const std::vector<int>& sendPeers,
     Connection conn{peer};
     std::string handle = store_.get(handleKey(peer, params_.rank), peer, "listen handle");
     if (handle.size() != sizeof(conn.handle)) {
-      PERF_THROW(PerfError, "listen handle of rank " + std::to_string(peer) + " has " +
+      TOOL_THROW(ToolError, "listen handle of rank " + std::to_string(peer) + " has " +
                                 std::to_string(handle.size()) + " bytes");
     }
     handle.copy(conn.handle, sizeof(conn.handle));
@@ -76,7 +82,7 @@ void PluginTransport::connect(const std::vector<int>& sendPeers,
   // Both calls are non-blocking: keep polling every pending one, as NCCL's
   // proxy does, so two ranks connecting to each other cannot deadlock.
   auto start = std::chrono::steady_clock::now();
-  auto deadline = start + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = start + params_.timeout;
   int sleepUs = 10;
   while (true) {
     bool pending = false;
@@ -105,7 +111,7 @@ void PluginTransport::connect(const std::vector<int>& sendPeers,
       for (const Connection& conn : recvs_) {
         if (!conn.comm) what += " accept from rank " + std::to_string(conn.peer) + ";";
       }
-      throw TimeoutError("timed out after " + std::to_string(static_cast<int>(params_.timeoutSec)) +
+      throw TimeoutError("timed out after " + std::to_string(params_.timeout.count()) +
                          " s; still NULL:" + what);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
@@ -117,7 +123,7 @@ void* PluginTransport::commFor(std::vector<Connection>& conns, int peer, const c
   for (Connection& conn : conns) {
     if (conn.peer == peer) return conn.comm;
   }
-  PERF_THROW(PerfError,
+  TOOL_THROW(ToolError,
              std::string("no ") + what + " connection with rank " + std::to_string(peer));
 }
 

@@ -5,6 +5,7 @@
 // isend/irecv/test, deregMr, closeSend/closeRecv, finalize.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "net_plugin/nccl/net_types.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/transport.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net_perf {
 
@@ -25,13 +26,13 @@ struct PluginTransportParams {
   int dev = 0;           // device index
   int flowsPerPeer = 0;  // > 0: setNetAttr hints before connect/accept
   uint64_t commId = 0;   // same on every rank of a run, as NCCL's comm hash
-  double timeoutSec = 60;
+  std::chrono::seconds timeout{60};
 };
 
 class PluginTransport final : public Transport {
  public:
   // Loads the library and runs init, devices and getProperties; throws on error.
-  PluginTransport(const PluginTransportParams& params, const FileStore& store);
+  PluginTransport(const PluginTransportParams& params, RunStore& store);
 
   std::string describe() const override { return description_; }
   void connect(const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) override;
@@ -57,8 +58,8 @@ class PluginTransport final : public Transport {
   }
 
   PluginTransportParams params_;
-  const FileStore& store_;
-  std::unique_ptr<NetPlugin> plugin_;
+  RunStore& store_;
+  std::unique_ptr<plugin_driver::NetPlugin> plugin_;
   std::string description_;
   std::vector<Connection> sends_;
   std::vector<Connection> recvs_;

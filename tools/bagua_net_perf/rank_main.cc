@@ -11,25 +11,31 @@
 #include <cstdlib>
 #include <memory>
 
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/patterns.h"
-#include "tools/bagua_net_perf/plugin_logger.h"
 #include "tools/bagua_net_perf/plugin_transport.h"
 #include "tools/bagua_net_perf/rank_report.h"
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/tcp_baseline.h"
 #include "tools/bagua_net_perf/watchdog.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_logger.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::kExitError;
+using plugin_driver::kExitMismatch;
+using plugin_driver::kExitOk;
+using plugin_driver::setupPluginLogger;
+
 namespace {
 
 std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask& task,
-                                         const FileStore& store) {
+                                         RunStore& store) {
   if (task.config->tcpBaseline) {
     TcpTransportParams params;
     params.rank = task.rank;
     params.ifname = options.baselineIf;
-    params.timeoutSec = options.timeoutSec;
+    params.timeout = options.timeout;
     return std::make_unique<TcpTransport>(params, store);
   }
   PluginTransportParams params;
@@ -39,11 +45,11 @@ std::unique_ptr<Transport> makeTransport(const Options& options, const RankTask&
   params.dev = options.dev;
   params.flowsPerPeer = options.flowsPerPeer;
   params.commId = task.commId;
-  params.timeoutSec = options.timeoutSec;
+  params.timeout = options.timeout;
   return std::make_unique<PluginTransport>(params, store);
 }
 
-int measure(const Options& options, const RankTask& task, const FileStore& store) {
+int measure(const Options& options, const RankTask& task, RunStore& store) {
   std::unique_ptr<Transport> transport = makeTransport(options, task, store);
   RankReport report;
   report.rank = task.rank;
@@ -56,7 +62,7 @@ int measure(const Options& options, const RankTask& task, const FileStore& store
   params.warmup = options.warmup;
   params.depth = options.depth;
   params.check = options.check;
-  params.timeoutSec = options.timeoutSec;
+  params.timeout = options.timeout;
   params.label = task.label;
   {
     PatternRunner runner(*transport, store, params);
@@ -81,9 +87,9 @@ int runRank(const Options& options, const RankTask& task) {
   signal(SIGPIPE, SIG_IGN);
   for (const auto& [key, value] : task.config->env) setenv(key.c_str(), value.c_str(), 1);
   setupPluginLogger(task.rank);
-  FileStore store(task.storeDir, options.timeoutSec);
+  RunStore store(task.storeDir, options.timeout);
   std::string errorKey = "error." + std::to_string(task.rank);
-  startWatchdog(task.rank, options.timeoutSec, [&store, errorKey](const std::string& text) {
+  startWatchdog(task.rank, options.timeout, [&store, errorKey](const std::string& text) {
     try {
       store.put(errorKey, text);
     } catch (const std::exception&) {

@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
 
@@ -48,10 +48,10 @@ RankReport parseRankReport(const std::string& text) {
           name >> r.sizeErrors >> name >> samples;
       r.latencyUs.resize(samples);
       for (double& v : r.latencyUs) fields >> v;
-      if (!fields) PERF_THROW(PerfError, "malformed rank result line: " + line.substr(0, 80));
+      if (!fields) TOOL_THROW(ToolError, "malformed rank result line: " + line.substr(0, 80));
       report.sizes.push_back(std::move(r));
     } else if (!key.empty()) {
-      PERF_THROW(PerfError, "unknown rank result line: " + line.substr(0, 80));
+      TOOL_THROW(ToolError, "unknown rank result line: " + line.substr(0, 80));
     }
   }
   return report;

@@ -18,7 +18,7 @@ struct RankReport {
 
 std::string serializeRankReport(const RankReport& report);
 
-// Throws PerfError on malformed text.
+// Throws ToolError on malformed text.
 RankReport parseRankReport(const std::string& text);
 
 }  // namespace bagua::net_perf

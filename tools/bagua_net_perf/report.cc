@@ -16,8 +16,8 @@
 #include <cmath>
 #include <limits>
 
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/stats.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
 namespace {
@@ -42,7 +42,7 @@ Measure measureSize(Pattern pattern, const std::vector<RankReport>& ranks, size_
   size_t size = 0;
   std::vector<double> latency;
   for (const RankReport& rank : ranks) {
-    PERF_ENFORCE(sizeIndex < rank.sizes.size(),
+    TOOL_ENFORCE(sizeIndex < rank.sizes.size(),
                  "rank " + std::to_string(rank.rank) + " reported fewer sizes than were run");
     const SizeResult& r = rank.sizes[sizeIndex];
     m.wrongBytes += r.wrongBytes;

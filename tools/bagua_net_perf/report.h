@@ -46,7 +46,7 @@ class Report {
   uint64_t wrongTotal() const;  // wrong bytes plus size errors over everything
 
   void printTables(FILE* out) const;
-  // Throws PerfError when the file cannot be written.
+  // Throws ToolError when the file cannot be written.
   void writeJson(const std::string& path) const;
 
  private:

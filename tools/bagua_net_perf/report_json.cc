@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "config.h"
-#include "tools/bagua_net_perf/errors.h"
 #include "tools/bagua_net_perf/report.h"
 #include "tools/bagua_net_perf/stats.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
 namespace {
@@ -61,7 +61,7 @@ void Report::writeJson(const std::string& path) const {
     << ", \"iters\": " << o.iters << ", \"warmup\": " << o.warmup << ", \"reps\": " << o.reps
     << ", \"check\": " << (o.check ? "true" : "false") << ", \"min_bytes\": " << o.minBytes
     << ", \"max_bytes\": " << o.maxBytes << ", \"factor\": " << o.factor
-    << ", \"timeout_s\": " << num(o.timeoutSec) << "},\n";
+    << ", \"timeout_s\": " << num(static_cast<double>(o.timeout.count())) << "},\n";
   j << "  \"formulas\": {\"algbw_gbps\": \"S / t / 1e9\", \"t\": \"max over ranks of loop "
        "seconds / iters (pingpong: / 2 iters)\", \"cpu_s_per_gb\": \"sum of user+sys seconds / "
        "(sum of bytes sent+received / 1e9)\"},\n";
@@ -130,7 +130,7 @@ void Report::writeJson(const std::string& path) const {
   std::ofstream out(path, std::ios::trunc);
   out << j.str();
   out.close();
-  if (!out) PERF_THROW(PerfError, "cannot write " + path);
+  if (!out) TOOL_THROW(ToolError, "cannot write " + path);
 }
 
 }  // namespace bagua::net_perf

@@ -17,9 +17,13 @@
 #include <sstream>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::errnoText;
+using plugin_driver::ToolError;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -45,7 +49,7 @@ std::string interfaceAddress(const std::string& spec) {
   bool exact = spec[0] == '=';
   std::string name = exact ? spec.substr(1) : spec;
   ifaddrs* list = nullptr;
-  PERF_SYSCALL(getifaddrs(&list), "getifaddrs");
+  TOOL_SYSCALL(getifaddrs(&list), "getifaddrs");
   std::string found;
   for (ifaddrs* ifa = list; ifa && found.empty(); ifa = ifa->ifa_next) {
     if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
@@ -58,7 +62,7 @@ std::string interfaceAddress(const std::string& spec) {
   }
   freeifaddrs(list);
   if (found.empty()) {
-    PERF_THROW(PerfError, "TCP baseline: no IPv4 address on an interface matching '" + spec +
+    TOOL_THROW(ToolError, "TCP baseline: no IPv4 address on an interface matching '" + spec +
                               "' (set --baseline-if or NCCL_SOCKET_IFNAME)");
   }
   return found;
@@ -69,7 +73,7 @@ sockaddr_in makeAddress(const std::string& ip, int port) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) {
-    PERF_THROW(PerfError, "bad IPv4 address '" + ip + "'");
+    TOOL_THROW(ToolError, "bad IPv4 address '" + ip + "'");
   }
   return addr;
 }
@@ -83,7 +87,7 @@ Request* asOpaque(TcpRequest* request) {
 
 }  // namespace
 
-TcpTransport::TcpTransport(const TcpTransportParams& params, const FileStore& store)
+TcpTransport::TcpTransport(const TcpTransportParams& params, RunStore& store)
     : params_(params),
       store_(store),
       ifname_(chooseInterface(params.ifname)),
@@ -97,16 +101,16 @@ std::string TcpTransport::describe() const {
 }
 
 void TcpTransport::connect(const std::vector<int>& sendPeers, const std::vector<int>& recvPeers) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(params_.timeoutSec);
+  auto deadline = Clock::now() + params_.timeout;
   std::vector<std::pair<int, int>> listeners;  // (peer, fd)
   for (int peer : recvPeers) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    PERF_SYSCALL(fd, "socket");
+    TOOL_SYSCALL(fd, "socket");
     sockaddr_in addr = makeAddress(address_, 0);
     socklen_t len = sizeof(addr);
-    PERF_SYSCALL(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), "bind to " + address_);
-    PERF_SYSCALL(::listen(fd, 4), "listen");
-    PERF_SYSCALL(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
+    TOOL_SYSCALL(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), "bind to " + address_);
+    TOOL_SYSCALL(::listen(fd, 4), "listen");
+    TOOL_SYSCALL(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
     store_.put(addressKey(params_.rank, peer),
                address_ + " " + std::to_string(ntohs(addr.sin_port)));
     listeners.emplace_back(peer, fd);
@@ -120,35 +124,35 @@ void TcpTransport::connect(const std::vector<int>& sendPeers, const std::vector<
     int fd = -1;
     while (true) {
       fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      PERF_SYSCALL(fd, "socket");
+      TOOL_SYSCALL(fd, "socket");
       if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) break;
       int err = errno;
       ::close(fd);
       if (Clock::now() > deadline) {
-        PERF_THROW(TimeoutError, errnoText("connect to rank " + std::to_string(peer) + " at " + ip +
+        TOOL_THROW(TimeoutError, errnoText("connect to rank " + std::to_string(peer) + " at " + ip +
                                                ":" + std::to_string(port),
                                            err));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     int32_t hello = params_.rank;  // the acceptor checks who connected
-    PERF_ENFORCE(send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) == sizeof(hello), "send hello");
-    sends_.push_back(std::make_unique<TcpChannel>(fd, Direction::kSend, peer, params_.timeoutSec));
+    TOOL_ENFORCE(send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) == sizeof(hello), "send hello");
+    sends_.push_back(std::make_unique<TcpChannel>(fd, Direction::kSend, peer, params_.timeout));
   }
   for (auto [peer, listenFd] : listeners) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     pollfd pfd{listenFd, POLLIN, 0};
     if (poll(&pfd, 1, static_cast<int>(std::max<long>(left.count(), 0))) != 1) {
-      PERF_THROW(TimeoutError, "no TCP connection from rank " + std::to_string(peer));
+      TOOL_THROW(TimeoutError, "no TCP connection from rank " + std::to_string(peer));
     }
     int fd = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-    PERF_SYSCALL(fd, "accept");
+    TOOL_SYSCALL(fd, "accept");
     ::close(listenFd);
     int32_t hello = -1;
-    PERF_ENFORCE(recv(fd, &hello, sizeof(hello), MSG_WAITALL) == sizeof(hello) && hello == peer,
+    TOOL_ENFORCE(recv(fd, &hello, sizeof(hello), MSG_WAITALL) == sizeof(hello) && hello == peer,
                  "TCP baseline: expected rank " + std::to_string(peer) + " to connect, got " +
                      std::to_string(hello));
-    recvs_.push_back(std::make_unique<TcpChannel>(fd, Direction::kRecv, peer, params_.timeoutSec));
+    recvs_.push_back(std::make_unique<TcpChannel>(fd, Direction::kRecv, peer, params_.timeout));
   }
 }
 
@@ -156,7 +160,7 @@ TcpChannel& TcpTransport::channel(std::vector<std::unique_ptr<TcpChannel>>& chan
   for (auto& ch : channels) {
     if (ch->peer() == peer) return *ch;
   }
-  PERF_THROW(PerfError, "no TCP connection with rank " + std::to_string(peer));
+  TOOL_THROW(ToolError, "no TCP connection with rank " + std::to_string(peer));
 }
 
 MemHandle* TcpTransport::registerMemory(Direction, int, void*, size_t) { return nullptr; }
@@ -176,7 +180,7 @@ bool TcpTransport::test(Request* opaque, size_t* bytes) {
   if (state == TcpRequest::kFailed) {
     std::string error = request->error;
     delete request;
-    throw PerfError("TCP baseline: " + error);
+    throw ToolError("TCP baseline: " + error);
   }
   *bytes = request->bytes;
   delete request;

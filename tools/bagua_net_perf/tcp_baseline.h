@@ -4,11 +4,12 @@
 // It is what a plugin must beat; measured in the same run as the plugin.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "tools/bagua_net_perf/rendezvous.h"
+#include "tools/bagua_net_perf/run_store.h"
 #include "tools/bagua_net_perf/tcp_channel.h"
 #include "tools/bagua_net_perf/transport.h"
 
@@ -17,12 +18,12 @@ namespace bagua::net_perf {
 struct TcpTransportParams {
   int rank = 0;
   std::string ifname;  // "" = first entry of NCCL_SOCKET_IFNAME, else lo
-  double timeoutSec = 60;
+  std::chrono::seconds timeout{60};
 };
 
 class TcpTransport final : public Transport {
  public:
-  TcpTransport(const TcpTransportParams& params, const FileStore& store);
+  TcpTransport(const TcpTransportParams& params, RunStore& store);
   ~TcpTransport() override;
 
   std::string describe() const override;
@@ -37,7 +38,7 @@ class TcpTransport final : public Transport {
   TcpChannel& channel(std::vector<std::unique_ptr<TcpChannel>>& channels, int peer);
 
   TcpTransportParams params_;
-  const FileStore& store_;
+  RunStore& store_;
   std::string ifname_;
   std::string address_;  // dotted IPv4 of ifname_
   std::vector<std::unique_ptr<TcpChannel>> sends_;

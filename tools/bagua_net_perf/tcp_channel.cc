@@ -10,17 +10,19 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 namespace bagua::net_perf {
 
-TcpChannel::TcpChannel(int fd, Direction dir, int peer, double timeoutSec)
+using plugin_driver::errnoText;
+
+TcpChannel::TcpChannel(int fd, Direction dir, int peer, std::chrono::seconds timeout)
     : fd_(fd), dir_(dir), peer_(peer) {
   int one = 1;
   // Small messages must not wait for Nagle's coalescing (NCCL's sockets do the same).
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeoutSec);
+  tv.tv_sec = static_cast<time_t>(timeout.count());
   setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   thread_ = std::thread([this] { run(); });
@@ -87,7 +89,7 @@ void TcpChannel::transfer(TcpRequest* request) {
   }
   recvAll(reinterpret_cast<char*>(&length), sizeof(length));
   if (length > request->size) {
-    PERF_THROW(PerfError, "message of " + std::to_string(length) + " B from rank " +
+    TOOL_THROW(ToolError, "message of " + std::to_string(length) + " B from rank " +
                               std::to_string(peer_) + " exceeds the posted receive of " +
                               std::to_string(request->size) + " B");
   }
@@ -100,7 +102,7 @@ void TcpChannel::sendAll(const char* data, size_t size) {
     ssize_t n = send(fd_, data, size, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      PERF_THROW(PerfError, errnoText("send to rank " + std::to_string(peer_), errno));
+      TOOL_THROW(ToolError, errnoText("send to rank " + std::to_string(peer_), errno));
     }
     data += n;
     size -= static_cast<size_t>(n);
@@ -112,9 +114,9 @@ void TcpChannel::recvAll(char* data, size_t size) {
     ssize_t n = recv(fd_, data, size, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      PERF_THROW(PerfError, errnoText("recv from rank " + std::to_string(peer_), errno));
+      TOOL_THROW(ToolError, errnoText("recv from rank " + std::to_string(peer_), errno));
     }
-    if (n == 0) PERF_THROW(PerfError, "rank " + std::to_string(peer_) + " closed the connection");
+    if (n == 0) TOOL_THROW(ToolError, "rank " + std::to_string(peer_) + " closed the connection");
     data += n;
     size -= static_cast<size_t>(n);
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -28,9 +29,9 @@ struct TcpRequest {
 
 class TcpChannel {
  public:
-  // Takes ownership of fd; starts the thread. timeoutSec bounds every
+  // Takes ownership of fd; starts the thread. `timeout` bounds every
   // blocking send or receive (SO_SNDTIMEO / SO_RCVTIMEO).
-  TcpChannel(int fd, Direction dir, int peer, double timeoutSec);
+  TcpChannel(int fd, Direction dir, int peer, std::chrono::seconds timeout);
   ~TcpChannel();
   TcpChannel(const TcpChannel&) = delete;
   TcpChannel& operator=(const TcpChannel&) = delete;

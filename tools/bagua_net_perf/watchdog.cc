@@ -8,18 +8,24 @@
 #include <cstdio>
 #include <thread>
 
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_loader.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 namespace bagua::net_perf {
+
+using plugin_driver::currentPluginCall;
+using plugin_driver::kExitError;
+using plugin_driver::pluginCallCount;
+
 namespace {
 
-constexpr double kGraceSec = 5;  // lets the loops' own timeouts report first
+constexpr std::chrono::seconds kGrace{5};  // lets the loops' own timeouts report first
 
 }  // namespace
 
-void startWatchdog(int rank, double timeoutSec, std::function<void(const std::string&)> report) {
-  std::thread([rank, timeoutSec, report] {
+void startWatchdog(int rank, std::chrono::seconds timeout,
+                   std::function<void(const std::string&)> report) {
+  std::thread([rank, timeout, report] {
     using Clock = std::chrono::steady_clock;
     uint64_t lastCount = pluginCallCount();
     auto since = Clock::now();
@@ -32,12 +38,12 @@ void startWatchdog(int rank, double timeoutSec, std::function<void(const std::st
         since = Clock::now();
         continue;
       }
-      double stuck = std::chrono::duration<double>(Clock::now() - since).count();
-      if (stuck > timeoutSec + kGraceSec) {
+      std::chrono::duration<double> stuck = Clock::now() - since;
+      if (stuck > timeout + kGrace) {
         char text[160];
         std::snprintf(text, sizeof(text),
                       "rank %d: plugin call %s has not returned for %.0f s; giving up", rank, call,
-                      stuck);
+                      stuck.count());
         std::fprintf(stderr, "[bagua-net-perf] error: %s\n", text);
         std::fflush(stderr);
         report(text);

@@ -4,6 +4,7 @@
 // the calls that block (connect, accept, test ... must never block).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -11,6 +12,7 @@ namespace bagua::net_perf {
 
 // Starts the watchdog thread (detached; it lives until the process exits).
 // On a stuck call it prints the reason, passes it to report, and _exits.
-void startWatchdog(int rank, double timeoutSec, std::function<void(const std::string&)> report);
+void startWatchdog(int rank, std::chrono::seconds timeout,
+                   std::function<void(const std::string&)> report);
 
 }  // namespace bagua::net_perf

@@ -28,24 +28,43 @@ def _chunk(tensor, rank, count):
     return tensor.view(-1)[rank * count:(rank + 1) * count]
 
 
-def send(tensor, dst, comm=None):
-    """Sends `tensor` to rank `dst` of `comm`."""
-    ready = _prepare("send", comm, -1, collective=False, tensor=tensor)
+def _need_equal(primitive, a, a_name, b, b_name):
+    _need(a.numel() == b.numel(), primitive,
+          f"{a_name} has {a.numel()} elements, {b_name} {b.numel()}; they must be equal")
+
+
+def _need_blocks(primitive, whole, whole_name, nranks, count):
+    """`whole` must hold one block of `count` elements per rank."""
+    _need(whole.numel() == count * nranks, primitive,
+          f"{whole_name} needs {nranks} x {count} elements, has {whole.numel()}")
+
+
+def _equal_chunks(primitive, tensor, nranks):
+    """The elements of each of nranks equal chunks of `tensor`."""
+    _need(tensor.numel() % nranks == 0, primitive,
+          f"{tensor.numel()} elements do not split into {nranks} equal chunks")
+    return tensor.numel() // nranks
+
+
+def _point_to_point(primitive, tensor, peer, peer_name, comm):
+    """send and recv: `tensor` to or from rank `peer` (named `peer_name`)."""
+    ready = _prepare(primitive, comm, -1, collective=False, tensor=tensor)
     if ready:
         comm, backend, device, _ = ready
-        _need(0 <= dst < comm.nranks() and dst != comm.rank(), "send",
-              f"dst {dst} must be another rank of the communicator (0..{comm.nranks() - 1})")
-        _call(backend, device, "send", tensor.data_ptr(), _bytes(tensor), dst)
+        _need(0 <= peer < comm.nranks() and peer != comm.rank(), primitive,
+              f"{peer_name} {peer} must be another rank of the communicator "
+              f"(0..{comm.nranks() - 1})")
+        _call(backend, device, primitive, tensor.data_ptr(), _bytes(tensor), peer)
+
+
+def send(tensor, dst, comm=None):
+    """Sends `tensor` to rank `dst` of `comm`."""
+    _point_to_point("send", tensor, dst, "dst", comm)
 
 
 def recv(tensor, src, comm=None):
     """Receives into `tensor` what rank `src` of `comm` sends."""
-    ready = _prepare("recv", comm, -1, collective=False, tensor=tensor)
-    if ready:
-        comm, backend, device, _ = ready
-        _need(0 <= src < comm.nranks() and src != comm.rank(), "recv",
-              f"src {src} must be another rank of the communicator (0..{comm.nranks() - 1})")
-        _call(backend, device, "recv", tensor.data_ptr(), _bytes(tensor), src)
+    _point_to_point("recv", tensor, src, "src", comm)
 
 
 def broadcast(tensor, src=0, comm=None):
@@ -82,9 +101,7 @@ def allreduce(send_tensor, recv_tensor, op=ReduceOp.SUM, comm=None):
                      recv_tensor=recv_tensor)
     if ready:
         _, backend, device, dtype = ready
-        _need(recv_tensor.numel() == send_tensor.numel(), "allreduce",
-              f"recv_tensor has {recv_tensor.numel()} elements, send_tensor "
-              f"{send_tensor.numel()}; they must be equal")
+        _need_equal("allreduce", recv_tensor, "recv_tensor", send_tensor, "send_tensor")
         if recv_tensor.data_ptr() != send_tensor.data_ptr():
             recv_tensor.copy_(send_tensor)
         _call(backend, device, "allreduce", recv_tensor.data_ptr(), recv_tensor.numel(),
@@ -101,9 +118,7 @@ def reduce(send_tensor, recv_tensor, dst, op=ReduceOp.SUM, comm=None):
                      send_tensor=send_tensor, recv_tensor=recv_tensor)
     if ready:
         _, backend, device, dtype = ready
-        _need(recv_tensor.numel() == send_tensor.numel(), "reduce",
-              f"recv_tensor has {recv_tensor.numel()} elements, send_tensor "
-              f"{send_tensor.numel()}; they must be equal")
+        _need_equal("reduce", recv_tensor, "recv_tensor", send_tensor, "send_tensor")
         _call(backend, device, "reduce", send_tensor.data_ptr(), recv_tensor.data_ptr(),
               send_tensor.numel(), _DTYPES[dtype], _op_name(op), dst)
 
@@ -118,9 +133,7 @@ def allgather(send_tensor, recv_tensor, comm=None):
                      recv_tensor=recv_tensor)
     if ready:
         comm, backend, device, _ = ready
-        _need(recv_tensor.numel() == send_tensor.numel() * comm.nranks(), "allgather",
-              f"recv_tensor needs {comm.nranks()} x {send_tensor.numel()} elements, has "
-              f"{recv_tensor.numel()}")
+        _need_blocks("allgather", recv_tensor, "recv_tensor", comm.nranks(), send_tensor.numel())
         _call(backend, device, "allgather", send_tensor.data_ptr(), recv_tensor.data_ptr(),
               _bytes(send_tensor))
 
@@ -129,55 +142,55 @@ def allgather_inplace(tensor, comm=None):
     """Chunk r of `tensor` (numel / nranks elements) comes from rank r."""
     c = _communicator(comm)
     if c is not None:
-        _need(tensor.numel() % c.nranks() == 0, "allgather_inplace",
-              f"{tensor.numel()} elements do not split into {c.nranks()} equal chunks")
-        count = tensor.numel() // c.nranks()
+        count = _equal_chunks("allgather_inplace", tensor, c.nranks())
         allgather(_chunk(tensor, c.rank(), count).clone(), tensor, c)
+
+
+def _rooted(primitive, send_tensor, recv_tensor, root, comm, whole_name):
+    """gather and scatter: every rank moves one block; the root's `whole_name`
+    tensor holds one block per rank."""
+    whole, block = ((recv_tensor, send_tensor) if whole_name == "recv_tensor"
+                    else (send_tensor, recv_tensor))
+    ready = _prepare(primitive, comm, block.numel(), root=root, send_tensor=send_tensor,
+                     recv_tensor=recv_tensor)
+    if ready:
+        comm, backend, device, _ = ready
+        if comm.rank() == root:
+            _need_blocks(primitive, whole, whole_name, comm.nranks(), block.numel())
+        _call(backend, device, primitive, send_tensor.data_ptr(), recv_tensor.data_ptr(),
+              _bytes(block), root)
+
+
+def _inplace_blocks(primitive, tensor, count, comm):
+    """The communicator of an in-place gather or scatter over `tensor`, which
+    holds one block of `count` elements per rank (None: not a member)."""
+    c = _communicator(comm)
+    if c is not None:
+        _need_blocks(primitive, tensor, "tensor", c.nranks(), count)
+    return c
 
 
 def gather(send_tensor, recv_tensor, dst, comm=None):
     """Rank `dst`'s recv_tensor <- every rank's send_tensor, in rank order."""
-    ready = _prepare("gather", comm, send_tensor.numel(), root=dst, send_tensor=send_tensor,
-                     recv_tensor=recv_tensor)
-    if ready:
-        comm, backend, device, _ = ready
-        if comm.rank() == dst:
-            _need(recv_tensor.numel() == send_tensor.numel() * comm.nranks(), "gather",
-                  f"recv_tensor needs {comm.nranks()} x {send_tensor.numel()} elements, has "
-                  f"{recv_tensor.numel()}")
-        _call(backend, device, "gather", send_tensor.data_ptr(), recv_tensor.data_ptr(),
-              _bytes(send_tensor), dst)
+    _rooted("gather", send_tensor, recv_tensor, dst, comm, "recv_tensor")
 
 
 def gather_inplace(tensor, count, dst, comm=None):
     """On `dst`, chunk r (of `count` elements) of `tensor` comes from rank r."""
-    c = _communicator(comm)
+    c = _inplace_blocks("gather_inplace", tensor, count, comm)
     if c is not None:
-        _need(tensor.numel() == count * c.nranks(), "gather_inplace",
-              f"tensor needs {c.nranks()} x {count} elements, has {tensor.numel()}")
         gather(_chunk(tensor, c.rank(), count).clone(), tensor, dst, c)
 
 
 def scatter(send_tensor, recv_tensor, src, comm=None):
     """recv_tensor <- chunk r of rank `src`'s send_tensor, on rank r."""
-    ready = _prepare("scatter", comm, recv_tensor.numel(), root=src, send_tensor=send_tensor,
-                     recv_tensor=recv_tensor)
-    if ready:
-        comm, backend, device, _ = ready
-        if comm.rank() == src:
-            _need(send_tensor.numel() == recv_tensor.numel() * comm.nranks(), "scatter",
-                  f"send_tensor needs {comm.nranks()} x {recv_tensor.numel()} elements, has "
-                  f"{send_tensor.numel()}")
-        _call(backend, device, "scatter", send_tensor.data_ptr(), recv_tensor.data_ptr(),
-              _bytes(recv_tensor), src)
+    _rooted("scatter", send_tensor, recv_tensor, src, comm, "send_tensor")
 
 
 def scatter_inplace(tensor, count, src, comm=None):
     """Chunk r (of `count` elements) of `tensor` <- chunk r of rank `src`'s."""
-    c = _communicator(comm)
+    c = _inplace_blocks("scatter_inplace", tensor, count, comm)
     if c is not None:
-        _need(tensor.numel() == count * c.nranks(), "scatter_inplace",
-              f"tensor needs {c.nranks()} x {count} elements, has {tensor.numel()}")
         source = tensor.clone() if c.rank() == src else tensor
         scatter(source, _chunk(tensor, c.rank(), count), src, c)
 
@@ -188,9 +201,8 @@ def reduce_scatter(send_tensor, recv_tensor, op=ReduceOp.SUM, comm=None):
                      send_tensor=send_tensor, recv_tensor=recv_tensor)
     if ready:
         comm, backend, device, dtype = ready
-        _need(send_tensor.numel() == recv_tensor.numel() * comm.nranks(), "reduce_scatter",
-              f"send_tensor needs {comm.nranks()} x {recv_tensor.numel()} elements, has "
-              f"{send_tensor.numel()}")
+        _need_blocks("reduce_scatter", send_tensor, "send_tensor", comm.nranks(),
+                     recv_tensor.numel())
         _call(backend, device, "reduce_scatter", send_tensor.data_ptr(), recv_tensor.data_ptr(),
               recv_tensor.numel(), _DTYPES[dtype], _op_name(op))
 
@@ -199,9 +211,7 @@ def reduce_scatter_inplace(tensor, op=ReduceOp.SUM, comm=None):
     """Chunk r of `tensor` on rank r <- the reduction of every rank's chunk r."""
     c = _communicator(comm)
     if c is not None:
-        _need(tensor.numel() % c.nranks() == 0, "reduce_scatter_inplace",
-              f"{tensor.numel()} elements do not split into {c.nranks()} equal chunks")
-        count = tensor.numel() // c.nranks()
+        count = _equal_chunks("reduce_scatter_inplace", tensor, c.nranks())
         reduce_scatter(tensor.clone(), _chunk(tensor, c.rank(), count), op, c)
 
 
@@ -211,11 +221,8 @@ def alltoall(send_tensor, recv_tensor, comm=None):
                      recv_tensor=recv_tensor)
     if ready:
         comm, backend, device, _ = ready
-        _need(send_tensor.numel() == recv_tensor.numel(), "alltoall",
-              f"send_tensor has {send_tensor.numel()} elements, recv_tensor "
-              f"{recv_tensor.numel()}; they must be equal")
-        _need(send_tensor.numel() % comm.nranks() == 0, "alltoall",
-              f"{send_tensor.numel()} elements do not split into {comm.nranks()} equal chunks")
+        _need_equal("alltoall", send_tensor, "send_tensor", recv_tensor, "recv_tensor")
+        _equal_chunks("alltoall", send_tensor, comm.nranks())
         _call(backend, device, "alltoall", send_tensor.data_ptr(), recv_tensor.data_ptr(),
               _bytes(send_tensor) // comm.nranks())
 

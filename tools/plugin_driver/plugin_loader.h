@@ -12,7 +12,7 @@
 
 #include "net_plugin/nccl/net_types.h"
 
-namespace bagua::net_perf {
+namespace bagua::plugin_driver {
 
 // The properties of a device that the tool uses or prints (a subset common
 // to all versions; each version's own struct is read field by field).
@@ -72,7 +72,7 @@ class NetPlugin {
 };
 
 // dlopen(path, RTLD_NOW | RTLD_LOCAL) and find the newest table (or exactly
-// version abi, 8 to 11, when abi is not 0); throws PerfError with dlerror()
+// version abi, 8 to 11, when abi is not 0); throws ToolError with dlerror()
 // text when the library or the symbol is missing. The library is dlclosed
 // when the returned object is destroyed.
 std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi);
@@ -102,4 +102,4 @@ const char* currentPluginCall();
 // stand still while currentPluginCall() is set knows a call never returned.
 uint64_t pluginCallCount();
 
-}  // namespace bagua::net_perf
+}  // namespace bagua::plugin_driver

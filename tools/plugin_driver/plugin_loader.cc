@@ -2,7 +2,7 @@
 // `if constexpr` branches are exactly the signature differences listed in
 // net_plugin/nccl/README.md. Each version's properties struct is read with
 // its own field names, never cast to another version's.
-#include "tools/bagua_net_perf/plugin_loader.h"
+#include "tools/plugin_driver/plugin_loader.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -14,17 +14,17 @@
 #include "net_plugin/nccl/net_v11.h"
 #include "net_plugin/nccl/net_v8.h"
 #include "net_plugin/nccl/net_v9.h"
-#include "tools/bagua_net_perf/errors.h"
-#include "tools/bagua_net_perf/plugin_logger.h"
+#include "tools/plugin_driver/errors.h"
+#include "tools/plugin_driver/plugin_logger.h"
 
-#ifndef BAGUA_PERF_DEFAULT_PLUGIN
-#define BAGUA_PERF_DEFAULT_PLUGIN ""
+#ifndef BAGUA_DEFAULT_PLUGIN
+#define BAGUA_DEFAULT_PLUGIN ""
 #endif
-#ifndef BAGUA_PERF_INSTALLED_PLUGIN
-#define BAGUA_PERF_INSTALLED_PLUGIN ""
+#ifndef BAGUA_INSTALLED_PLUGIN
+#define BAGUA_INSTALLED_PLUGIN ""
 #endif
 
-namespace bagua::net_perf {
+namespace bagua::plugin_driver {
 namespace {
 
 std::atomic<const char*> gCurrentCall{nullptr};
@@ -246,7 +246,7 @@ std::unique_ptr<NetPlugin> tryTable(void* library, const char* symbol) {
   if (table == nullptr) return nullptr;
   auto adapter = std::make_unique<TableAdapter<Table, Props, kVersion>>(library, table);
   if (const char* missing = adapter->missingEntry()) {
-    PERF_THROW(PerfError, std::string(symbol) + "." + missing + " is NULL");
+    TOOL_THROW(ToolError, std::string(symbol) + "." + missing + " is NULL");
   }
   return adapter;
 }
@@ -257,7 +257,7 @@ std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* why = dlerror();
-    PERF_THROW(PerfError, "cannot load plugin: " + std::string(why ? why : path));
+    TOOL_THROW(ToolError, "cannot load plugin: " + std::string(why ? why : path));
   }
   // NCCL 2.28 tries the newest version first; the first symbol found wins.
   std::unique_ptr<NetPlugin> plugin;
@@ -275,7 +275,7 @@ std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
   }
   if (plugin) return plugin;
   dlclose(library);
-  PERF_THROW(PerfError, path + (abi ? " does not export ncclNetPlugin_v" + std::to_string(abi)
+  TOOL_THROW(ToolError, path + (abi ? " does not export ncclNetPlugin_v" + std::to_string(abi)
                                     : " exports none of ncclNetPlugin_v11, _v10, _v9, _v8"));
 }
 
@@ -288,7 +288,7 @@ void throwPluginError(const std::string& call, ncclResult_t result, const std::s
 }
 
 std::string resolveDefaultPlugin() {
-  for (const char* path : {BAGUA_PERF_DEFAULT_PLUGIN, BAGUA_PERF_INSTALLED_PLUGIN}) {
+  for (const char* path : {BAGUA_DEFAULT_PLUGIN, BAGUA_INSTALLED_PLUGIN}) {
     if (path[0] != '\0' && access(path, R_OK) == 0) return path;
   }
   return "libnccl-net-bagua.so";  // left to dlopen's search path
@@ -308,4 +308,4 @@ const char* currentPluginCall() { return gCurrentCall.load(std::memory_order_rel
 
 uint64_t pluginCallCount() { return gCallCount.load(std::memory_order_relaxed); }
 
-}  // namespace bagua::net_perf
+}  // namespace bagua::plugin_driver

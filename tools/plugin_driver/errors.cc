@@ -1,9 +1,9 @@
 // Formatting helpers for errors.h.
-#include "tools/bagua_net_perf/errors.h"
+#include "tools/plugin_driver/errors.h"
 
 #include <cstring>
 
-namespace bagua::net_perf {
+namespace bagua::plugin_driver {
 
 std::string errnoText(const std::string& what, int err) { return what + ": " + std::strerror(err); }
 
@@ -12,4 +12,4 @@ std::string located(const char* file, int line, const std::string& message) {
   return std::string(slash ? slash + 1 : file) + ":" + std::to_string(line) + ": " + message;
 }
 
-}  // namespace bagua::net_perf
+}  // namespace bagua::plugin_driver

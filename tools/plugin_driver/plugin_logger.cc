@@ -1,5 +1,5 @@
 // See plugin_logger.h.
-#include "tools/bagua_net_perf/plugin_logger.h"
+#include "tools/plugin_driver/plugin_logger.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <mutex>
 
-namespace bagua::net_perf {
+namespace bagua::plugin_driver {
 namespace {
 
 std::mutex gMutex;
@@ -55,4 +55,4 @@ std::string lastPluginWarning() {
   return gLastWarning;
 }
 
-}  // namespace bagua::net_perf
+}  // namespace bagua::plugin_driver

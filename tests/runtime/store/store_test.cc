@@ -9,26 +9,22 @@
 #include <memory>
 #include <thread>
 
+#include "posix/local_ranks.h"
 #include "runtime/common/error.h"
 #include "runtime/store/file_store.h"
 #include "runtime/store/tcp_store.h"
 #include "runtime/store/tcp_store_server.h"
-#include "tests/store/store_test_support.h"
+#include "tests/runtime/store/store_test_support.h"
 
 namespace bagua {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using store_testing::describeFailures;
-using store_testing::runChildren;
+using store_testing::secondsSince;
 
 std::vector<uint8_t> bytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // One backend (a directory, or a server) and any number of clients of it.
@@ -175,16 +171,16 @@ TEST_P(StoreTest, ConcurrentAddsFromThreadsGiveTheExactTotal) {
 TEST_P(StoreTest, ConcurrentAddsFromProcessesGiveTheExactTotal) {
   constexpr int kProcs = 4;
   constexpr int kAdds = 100;
-  auto results = runChildren(
+  auto results = posix::runLocalRanks(
       kProcs,
-      [&](int) {
+      [&](int, const std::string&) {
         auto s = client();
         for (int i = 0; i < kAdds; ++i) s->add("procs", 1);
         s->add("procs/done", 1);
         return 0;
       },
       30s);
-  ASSERT_EQ(describeFailures(results), "");
+  ASSERT_EQ(posix::describeFailures(results), "");
   EXPECT_EQ(store_->add("procs", 0), kProcs * kAdds);
   EXPECT_EQ(store_->get("procs/done", 0ms), bytes(std::to_string(kProcs)));
 }

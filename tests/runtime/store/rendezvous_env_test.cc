@@ -18,6 +18,7 @@ const char* const kVariables[] = {"MASTER_ADDR",
                                   "WORLD_SIZE",
                                   "LOCAL_RANK",
                                   "BAGUA_STORE_DIR",
+                                  "BAGUA_RENDEZVOUS_TIMEOUT_S",
                                   "BAGUA_RENDEZVOUS_TIMEOUT_MS"};
 
 // Sets exactly the given variables (of kVariables) for one test and restores
@@ -119,7 +120,7 @@ TEST_F(EnvTest, StoreDirMakesMasterVariablesOptional) {
   set({{"RANK", "0"},
        {"WORLD_SIZE", "2"},
        {"BAGUA_STORE_DIR", "/tmp/x"},
-       {"BAGUA_RENDEZVOUS_TIMEOUT_MS", "1500"}});
+       {"BAGUA_RENDEZVOUS_TIMEOUT_S", "1.5"}});
   RendezvousInfo info = rendezvousInfoFromEnv();
   EXPECT_EQ(info.masterPort, 0);
   EXPECT_EQ(info.masterAddr, "");
@@ -129,16 +130,31 @@ TEST_F(EnvTest, StoreDirMakesMasterVariablesOptional) {
 }
 
 TEST_F(EnvTest, BadOptionsAreNamed) {
-  set({{"BAGUA_RENDEZVOUS_TIMEOUT_MS", "soon"}});
+  for (const char* value : {"soon", "0", "-1", "1e12", ""}) {
+    set({{"BAGUA_RENDEZVOUS_TIMEOUT_S", value}});
+    try {
+      rendezvousOptionsFromEnv();
+      FAIL() << "accepted a timeout of '" << value << "'";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("BAGUA_RENDEZVOUS_TIMEOUT_S="), std::string::npos)
+          << e.what();
+    }
+  }
+  ::unsetenv("BAGUA_RENDEZVOUS_TIMEOUT_S");
+  EXPECT_EQ(rendezvousOptionsFromEnv().timeout, std::chrono::seconds(30));
+}
+
+// Timeouts are seconds everywhere: the old millisecond knob is an error that
+// names its replacement, not a value silently ignored.
+TEST_F(EnvTest, TheMillisecondKnobNamesItsReplacement) {
+  set({{"BAGUA_RENDEZVOUS_TIMEOUT_MS", "1500"}});
   try {
     rendezvousOptionsFromEnv();
-    FAIL() << "accepted a timeout of 'soon'";
+    FAIL() << "accepted BAGUA_RENDEZVOUS_TIMEOUT_MS";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("BAGUA_RENDEZVOUS_TIMEOUT_MS='soon'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("BAGUA_RENDEZVOUS_TIMEOUT_S"), std::string::npos)
         << e.what();
   }
-  ::unsetenv("BAGUA_RENDEZVOUS_TIMEOUT_MS");
-  EXPECT_EQ(rendezvousOptionsFromEnv().timeout, std::chrono::seconds(30));
 }
 
 }  // namespace

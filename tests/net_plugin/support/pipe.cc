@@ -1,13 +1,10 @@
-// Pipe and ChildProcess.
-#include "tests/net_plugin/support/child_process.h"
+// Pipe.
+#include "tests/net_plugin/support/pipe.h"
 
 #include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <thread>
 
 namespace bagua::net::testing {
 
@@ -49,52 +46,6 @@ bool Pipe::read(void* data, size_t size, std::chrono::milliseconds timeout) {
     size -= static_cast<size_t>(n);
   }
   return true;
-}
-
-ChildProcess::ChildProcess(const std::function<int()>& body) {
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    int code = 127;
-    try {
-      code = body();
-    } catch (...) {
-      code = 127;
-    }
-    ::_exit(code);
-  }
-}
-
-ChildProcess::~ChildProcess() {
-  if (pid_ > 0 && !reaped_) {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-}
-
-void ChildProcess::kill(int signal) {
-  if (pid_ > 0 && !reaped_) ::kill(pid_, signal);
-}
-
-int ChildProcess::wait(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    int status = 0;
-    pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      reaped_ = true;
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-      return -1;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      reaped_ = true;
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
 }
 
 }  // namespace bagua::net::testing

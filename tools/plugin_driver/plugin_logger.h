@@ -7,7 +7,7 @@
 
 #include "net_plugin/nccl/net_types.h"
 
-namespace bagua::net_perf {
+namespace bagua::plugin_driver {
 
 // Reads NCCL_DEBUG and sets the "rank R" prefix; call after the configuration's
 // environment is applied and before the plugin is loaded.
@@ -20,4 +20,4 @@ void pluginLogger(ncclDebugLogLevel level, unsigned long flags, const char* file
 // The most recent WARN line of the plugin ("" if none).
 std::string lastPluginWarning();
 
-}  // namespace bagua::net_perf
+}  // namespace bagua::plugin_driver

@@ -12,10 +12,11 @@
 #include <ostream>
 #include <thread>
 
+#include "posix/child_process.h"
 #include "runtime/common/error.h"
 #include "runtime/store/store_protocol.h"
 #include "runtime/store/tcp_store_server.h"
-#include "tests/store/store_test_support.h"
+#include "tests/runtime/store/store_test_support.h"
 
 namespace bagua {
 namespace {
@@ -260,14 +261,14 @@ TEST(TcpStore, TimeoutRacingASetIsAnsweredOnce) {
 // waiter and the connection, and serves on.
 TEST(TcpStoreProcess, ClientKilledMidRequestDoesNotDisturbTheServer) {
   TcpStoreServer server(0, "127.0.0.1");
-  store_testing::Child child([&] {
+  posix::ChildProcess child([&] {
     TcpStore s("127.0.0.1", server.port(), quick());
     s.get("never", 60s);
     return 1;
   });
   ASSERT_TRUE(eventually([&] { return server.stats().waiters == 1; }, 5s));
   child.kill(SIGKILL);
-  EXPECT_EQ(child.wait(5s).exitCode, 128 + SIGKILL);
+  EXPECT_EQ(child.wait(5s), 128 + SIGKILL);
   EXPECT_TRUE(eventually([&] { return server.stats().waiters == 0; }, 2s));
   EXPECT_TRUE(eventually([&] { return server.stats().connections == 0; }, 2s));
   expectServing(server.port());

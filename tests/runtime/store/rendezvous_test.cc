@@ -9,24 +9,22 @@
 #include <atomic>
 #include <thread>
 
+#include "posix/local_ranks.h"
 #include "runtime/common/error.h"
 #include "runtime/store/barrier.h"
 #include "runtime/store/file_store.h"
 #include "runtime/store/tcp_store.h"
 #include "runtime/store/tcp_store_server.h"
-#include "tests/store/store_test_support.h"
+#include "tests/runtime/store/store_test_support.h"
 
 namespace bagua {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using store_testing::describeFailures;
-using store_testing::runChildren;
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using posix::describeFailures;
+using posix::runLocalRanks;
+using store_testing::secondsSince;
 
 RendezvousOptions testOptions(std::chrono::milliseconds timeout, const std::string& storeDir) {
   RendezvousOptions o;
@@ -59,9 +57,9 @@ TEST_P(RendezvousProcess, AllRanksMeetShareAStoreAndFinish) {
   std::string storeDir = kind == "file" ? dir.path() + "/store" : "";
   int port = store_testing::pickFreePort();
   auto start = Clock::now();
-  auto results = runChildren(
+  auto results = runLocalRanks(
       world,
-      [&](int rank) {
+      [&](int rank, const std::string&) {
         Rendezvous rdv(infoFor(rank, world, port), testOptions(10s, storeDir));
         Store& store = rdv.store();
         store.add("sum", rank + 1);
@@ -89,9 +87,9 @@ TEST(RendezvousProcessTimeout, MissingRanksAreNamedWithinTheTimeout) {
   int port = store_testing::pickFreePort();
   auto start = Clock::now();
   // Ranks 0 and 1 of 4 start; 2 and 3 never do.
-  auto results = runChildren(
+  auto results = runLocalRanks(
       2,
-      [&](int rank) {
+      [&](int rank, const std::string&) {
         try {
           Rendezvous rdv(infoFor(rank, 4, port), testOptions(1000ms, ""));
         } catch (const TimeoutError& e) {
@@ -108,9 +106,9 @@ TEST(RendezvousProcessTimeout, MissingRanksAreNamedWithinTheTimeout) {
 TEST(RendezvousProcessTimeout, MissingRankZeroIsNamedWithItsAddress) {
   int port = store_testing::pickFreePort();
   auto start = Clock::now();
-  auto results = runChildren(
+  auto results = runLocalRanks(
       1,
-      [&](int) {
+      [&](int, const std::string&) {
         try {
           Rendezvous rdv(infoFor(1, 2, port), testOptions(300ms, ""));
         } catch (const TimeoutError& e) {
