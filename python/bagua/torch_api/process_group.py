@@ -14,13 +14,17 @@ join in time get a TimeoutError that says so).
 import atexit
 import datetime
 import os
+import weakref
 
 import torch
 import torch.distributed as dist
 
 from . import env
 
-_state = {"default": None, "store": None, "groups": 0}
+_state = {"default": None, "store": None, "groups": 0,
+          # What to release at exit, before torch's group: every engine and
+          # communicator this process made (weak: they may go earlier).
+          "engines": weakref.WeakSet(), "communicators": weakref.WeakSet()}
 
 
 def _global_rank():
@@ -50,6 +54,7 @@ class BaguaCommunicator:
         me = _global_rank()
         self._rank = self.ranks.index(me) if me in self.ranks else -1
         self._backends = {}
+        _state["communicators"].add(self)
 
     def rank(self):
         return self._rank
@@ -197,8 +202,19 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
     _state["default"] = new_group(stream=stream)
 
 
+def register_engine(engine):
+    """Engines are closed at exit (their threads joined) before torch's group."""
+    _state["engines"].add(engine)
+
+
 def _shutdown():
-    """At exit: release the runtime's communicators, then torch's group."""
+    """At exit, while the interpreter is whole: close the engines (hooks off,
+    background threads stopped), release the runtime's communicators (their
+    worker threads joined), then destroy torch's group."""
+    for engine in list(_state["engines"]):
+        engine.close()
+    for comm in list(_state["communicators"]):
+        comm.release()
     _state["default"] = None
     if dist.is_initialized():
         dist.destroy_process_group()

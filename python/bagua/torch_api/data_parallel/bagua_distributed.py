@@ -27,7 +27,7 @@ import torch
 from .. import env
 from ..collectives import _call
 from ..communication import broadcast_object
-from ..process_group import BaguaCommunicator
+from ..process_group import BaguaCommunicator, register_engine
 
 _logger = logging.getLogger("bagua")
 _instances = itertools.count()
@@ -72,6 +72,7 @@ class BaguaDistributedDataParallel:
         self._broadcast_state()
         self._init_algorithm()
         self._install_hooks()
+        register_engine(self)
 
     # -- what the algorithms read ---------------------------------------------
     def bagua_build_params(self):
@@ -188,6 +189,8 @@ class BaguaDistributedDataParallel:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        if self._bagua_backend is None:
+            return  # closed already
         if hasattr(self._bagua_backend, "close"):
             self._bagua_backend.close()
         self._bagua_backend = None
