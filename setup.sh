@@ -10,6 +10,9 @@
 #   ./setup.sh fuzz [sec]   build the wire-format fuzzer with clang and run it (default 30 s)
 #   ./setup.sh python       pip install . into .venv (with torch, Lightning, scikit-learn)
 #   ./setup.sh python-test  ... then the Python tests; last line "N passed, N failed"
+#   ./setup.sh python-fresh the user's path: a fresh venv, pip install . built with neither
+#                           libgloo nor CUDA, python -m bagua.info, then the Python tests
+#                           (CPU groups on torch's Gloo); last line "N passed, N failed"
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -64,6 +67,27 @@ run_tests() {
   return $rc
 }
 
+# python_test_deps VENV: the versions of the GPU machine (PyTorch 2.11,
+# Lightning 2.6) and the test tools; pip's cache makes reinstalls quick.
+python_test_deps() {
+  "$1/bin/pip" install -q "torch==2.11.0" "lightning>=2.6,<2.7" scikit-learn pytest
+}
+
+# run_pytest VENV [pytest args...]: tests/python; last line "N passed, N failed".
+run_pytest() {
+  local venv rc=0 line passed failed
+  venv=$(cd "$1" && pwd)
+  shift
+  (cd tests/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@") \
+    | tee /tmp/bagua-pytest.log || rc=$?
+  line=$(grep -E "[0-9]+ (passed|failed)" /tmp/bagua-pytest.log | tail -n 1 || true)
+  passed=$(echo "$line" | grep -oE "[0-9]+ passed" | cut -d' ' -f1 || true)
+  failed=$(echo "$line" | { grep -oE "[0-9]+ (failed|errors?)" || true; } |
+    awk '{s += $1} END {print s + 0}')
+  echo "${passed:-0} passed, ${failed:-0} failed"
+  [ "$rc" -eq 0 ] && [ "${failed:-0}" -eq 0 ] && [ "${passed:-0}" -gt 0 ]
+}
+
 cmd=${1:-build}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -113,26 +137,31 @@ case "$cmd" in
     install_deps python3-venv
     venv=${BAGUA_VENV:-.venv}
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    # The versions of the GPU machine (PyTorch 2.11, Lightning 2.6); pip's cache
-    # makes reinstalls quick.
-    "$venv/bin/pip" install -q "torch==2.11.0" "lightning>=2.6,<2.7" scikit-learn pytest
+    python_test_deps "$venv"
     "$venv/bin/pip" install -q .
     echo "setup: installed into $venv (activate: . $venv/bin/activate)" >&2
     if [ "$cmd" = python-test ]; then
-      rc=0
-      (cd tests/python && "../../$venv/bin/python" -m pytest -q -p no:cacheprovider "$@") \
-        | tee /tmp/bagua-pytest.log || rc=$?
-      line=$(grep -E "[0-9]+ (passed|failed)" /tmp/bagua-pytest.log | tail -n 1 || true)
-      passed=$(echo "$line" | grep -oE "[0-9]+ passed" | cut -d' ' -f1 || true)
-      failed=$(echo "$line" | { grep -oE "[0-9]+ (failed|errors?)" || true; } |
-        awk '{s += $1} END {print s + 0}')
-      echo "${passed:-0} passed, ${failed:-0} failed"
-      [ "$rc" -eq 0 ] && [ "${failed:-0}" -eq 0 ] && [ "${passed:-0}" -gt 0 ]
+      run_pytest "$venv" "$@"
       exit $?
     fi
     ;;
+  python-fresh)
+    # No install_deps: what a user without our system packages gets. (On
+    # this machine they may be installed; -D...=disabled stands for absent.)
+    venv=$(mktemp -d)/venv
+    python3 -m venv "$venv"
+    python_test_deps "$venv"
+    start=$SECONDS
+    "$venv/bin/pip" install -q . -Csetup-args=-Dgloo=disabled -Csetup-args=-Dcuda=disabled
+    echo "setup: pip install . took $((SECONDS - start)) s" >&2
+    (cd /tmp && "$venv/bin/python" -m bagua.info --no-nccl-check)
+    rc=0
+    BAGUA_EXPECT_BUILD=cpu-torch-gloo run_pytest "$venv" "$@" || rc=$?
+    rm -rf "$(dirname "$venv")"
+    exit $rc
+    ;;
   *)
-    echo "usage: $0 [build|demo|test|slow|asan|tsan|fuzz|python|python-test]" >&2
+    echo "usage: $0 [build|demo|test|slow|asan|tsan|fuzz|python|python-test|python-fresh]" >&2
     exit 2
     ;;
 esac

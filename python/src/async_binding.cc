@@ -32,42 +32,57 @@ StepOpsFactory stepOpsFor(Device device) {
 
 using Tensors = std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>;
 
-// Builds the averager in place (it owns a thread and a mutex: never moved).
-void construct(AsyncModelAverage* self, ProcessGroup& group, const Tensors& tensors,
-               double intervalMs, double timeoutS) {
-  std::vector<TensorSpec> specs;
-  for (const auto& [name, ptr, numel, dtype] : tensors) {
-    specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
-                               group.comm()->device()});
+// The averager as Python holds it: destroyed with the GIL released, since
+// stopping waits for a round whose CPU operations may need the GIL
+// (torch_communicator.h).
+struct PyAsyncModelAverage {
+  std::unique_ptr<AsyncModelAverage> impl;
+
+  PyAsyncModelAverage(ProcessGroup& group, const Tensors& tensors, double intervalMs,
+                      double timeoutS) {
+    std::vector<TensorSpec> specs;
+    for (const auto& [name, ptr, numel, dtype] : tensors) {
+      specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
+                                 group.comm()->device()});
+    }
+    AsyncModelAverage::Options o;
+    BAGUA_ENFORCE(intervalMs > 0, "async: sync_interval_ms must be positive, got " +
+                                      std::to_string(intervalMs));
+    BAGUA_ENFORCE(timeoutS > 0,
+                  "async: timeout must be positive, got " + std::to_string(timeoutS));
+    o.interval = std::chrono::milliseconds(static_cast<long long>(intervalMs));
+    o.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
+    impl = std::make_unique<AsyncModelAverage>(group.comm(), group.ops(), std::move(specs),
+                                               stepOpsFor(group.comm()->device()), o);
   }
-  AsyncModelAverage::Options o;
-  BAGUA_ENFORCE(intervalMs > 0, "async: sync_interval_ms must be positive, got " +
-                                    std::to_string(intervalMs));
-  BAGUA_ENFORCE(timeoutS > 0, "async: timeout must be positive, got " + std::to_string(timeoutS));
-  o.interval = std::chrono::milliseconds(static_cast<long long>(intervalMs));
-  o.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
-  new (self) AsyncModelAverage(group.comm(), group.ops(), std::move(specs),
-                               stepOpsFor(group.comm()->device()), o);
-}
+  ~PyAsyncModelAverage() {
+    if (PyGILState_Check()) {
+      nb::gil_scoped_release release;
+      impl.reset();
+    }
+  }
+};
 
 }  // namespace
 
 void bindAsync(nb::module_& m) {
-  nb::class_<AsyncModelAverage>(m, "AsyncModelAverage")
-      .def("__init__", &construct, "group"_a, "tensors"_a, "interval_ms"_a = 500.0,
-           "timeout_s"_a = 300.0, nb::call_guard<nb::gil_scoped_release>(),
+  using A = PyAsyncModelAverage;
+  nb::class_<A>(m, "AsyncModelAverage")
+      .def(nb::init<ProcessGroup&, const Tensors&, double, double>(), "group"_a, "tensors"_a,
+           "interval_ms"_a = 500.0, "timeout_s"_a = 300.0,
+           nb::call_guard<nb::gil_scoped_release>(),
            "Averages `tensors` (name, data pointer, numel, dtype) every interval_ms in the "
            "background over `group` (its own communicator); every rank the same tensors.")
-      .def("resume", &AsyncModelAverage::resume, nb::call_guard<nb::gil_scoped_release>(),
+      .def("resume", [](A& a) { a.impl->resume(); }, nb::call_guard<nb::gil_scoped_release>(),
            "Starts the background rounds (nothing if they run).")
-      .def("abort", &AsyncModelAverage::abort, "stream"_a = 0,
+      .def("abort", [](A& a, uintptr_t stream) { a.impl->abort(stream); }, "stream"_a = 0,
            nb::call_guard<nb::gil_scoped_release>(),
            "Collective: stops the rounds on every rank, then averages synchronously.")
-      .def("step_boundary", &AsyncModelAverage::stepBoundary, "stream"_a = 0,
-           nb::call_guard<nb::gil_scoped_release>(),
+      .def("step_boundary", [](A& a, uintptr_t stream) { a.impl->stepBoundary(stream); },
+           "stream"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
            "At a step boundary: takes a requested snapshot or applies a finished average.")
-      .def_prop_ro("averages", &AsyncModelAverage::averages)
-      .def_prop_ro("running", &AsyncModelAverage::running);
+      .def_prop_ro("averages", [](const A& a) { return a.impl->averages(); })
+      .def_prop_ro("running", [](const A& a) { return a.impl->running(); });
 }
 
 }  // namespace bagua::python

@@ -2,11 +2,13 @@
 // element count, dtype name) so one build serves any torch version (no
 // libtorch link); CUDA streams cross as integers (torch's cuda_stream).
 //
-//   ProcessGroup.gloo(store, rank, size, ...) / ProcessGroup.nccl(..., device)
+//   ProcessGroup.gloo(store, rank, size, ...) / .torch_gloo(backend, rank, size)
+//     / ProcessGroup.nccl(..., device)
 //     and its collectives: allreduce, reduce, broadcast, allgather, gather,
 //     scatter, reduce_scatter, alltoall, alltoall_v, send, recv, barrier
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
+//   build_info(), nccl_library(): what this build has, which NCCL it bound
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
 // NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
@@ -20,10 +22,12 @@
 #include <nanobind/stl/vector.h>
 
 #include "python/src/async_binding.h"
+#include "python/src/build_info.h"
 #include "python/src/callback_store.h"
 #include "python/src/process_group.h"
 #include "python/src/reducer_binding.h"
 #include "python/src/registry_binding.h"
+#include "python/src/torch_communicator.h"
 #include "runtime/common/error.h"
 
 namespace nb = nanobind;
@@ -55,7 +59,11 @@ NB_MODULE(_C, m) {
            "Wraps a torch.distributed Store (set/get/add/wait).");
 
   bagua::python::bindRegistry(m);
-  m.def("has_nccl", &bagua::python::hasNccl, "Whether this build has the NCCL (CUDA) path.");
+  m.def("has_nccl", &bagua::python::hasNccl,
+        "Whether this build has the CUDA path (kernels, and NCCL bound at run time).");
+  m.def("has_gloo", &bagua::python::hasGloo,
+        "Whether CPU groups can use libgloo (else they run on torch's Gloo).");
+  bagua::python::bindBuildInfo(m);
 
   // Collectives: dtype "float32", "float16", "bfloat16", "float64", "int8",
   // "uint8", "int32", "int64"; op "sum", "product", "min", "max", "band",
@@ -68,6 +76,10 @@ NB_MODULE(_C, m) {
       .def_static("gloo", &bagua::python::ProcessGroup::gloo, "store"_a, "rank"_a, "size"_a,
                   "prefix"_a = "bagua/gloo", "iface"_a = "", "timeout_s"_a = 300.0,
                   nb::keep_alive<0, 1>(), "A CPU process group over Gloo.")
+      .def_static("torch_gloo", &bagua::python::torchGlooGroup, "backend"_a, "rank"_a, "size"_a,
+                  "timeout_s"_a = 300.0,
+                  "A CPU process group over torch's Gloo (backend: "
+                  "bagua.torch_api._torch_gloo.TorchGlooBackend).")
       .def_static("nccl", &bagua::python::ProcessGroup::nccl, "store"_a, "rank"_a, "size"_a,
                   "device"_a, "prefix"_a = "bagua/nccl", "timeout_s"_a = 300.0,
                   nb::keep_alive<0, 1>(), "A CUDA process group over NCCL.")
@@ -118,7 +130,7 @@ NB_MODULE(_C, m) {
            "group"_a, "store"_a, "algorithm"_a, "tensors"_a, "bucket_bytes"_a = 10u << 20,
            "timeout_s"_a = 300.0, "prefix"_a = "bagua/reducer",
            "options"_a = bagua::OptionMap{}, "intra"_a = nb::none(), "inter"_a = nb::none(),
-           "nodes"_a = 1, nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>(),
+           "nodes"_a = 1, nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>(), release,
            "Plans buckets over tensors (name, data pointer, numel, dtype) and drives the "
            "algorithm over them; every rank must register the same tensors. With `intra` "
            "(this node's ranks) the algorithm runs hierarchically: reduced in the node, run "

@@ -16,6 +16,17 @@
 namespace bagua::python {
 
 bool hasNccl() { return BAGUA_PYTHON_HAVE_NCCL != 0; }
+bool hasGloo() { return BAGUA_PYTHON_HAVE_GLOO != 0; }
+
+std::shared_ptr<ProcessGroup> ProcessGroup::fromParts(std::shared_ptr<Communicator> comm,
+                                                      std::shared_ptr<DeviceOps> ops,
+                                                      std::chrono::milliseconds timeout) {
+  auto group = std::make_shared<ProcessGroup>();
+  group->comm_ = std::move(comm);
+  group->ops_ = std::move(ops);
+  group->timeout_ = timeout;
+  return group;
+}
 
 std::chrono::milliseconds timeoutFromSeconds(double seconds) {
   BAGUA_ENFORCE(seconds > 0, "timeout must be positive, got " + std::to_string(seconds));
@@ -38,9 +49,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int siz
   return group;
 #else
   (void)store, (void)rank, (void)size, (void)prefix, (void)iface, (void)timeoutS;
-  BAGUA_THROW(InvalidArgument,
-              "this build of bagua has no Gloo support (CPU tensors); it was "
-              "built without libgloo");
+  BAGUA_THROW(NotAvailable,
+              "this build of bagua has no libgloo: CPU groups run on torch's Gloo "
+              "(bagua.torch_api makes them; ProcessGroup.torch_gloo)");
 #endif
 }
 

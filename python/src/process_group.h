@@ -21,6 +21,7 @@
 namespace bagua::python {
 
 bool hasNccl();
+bool hasGloo();
 
 // A timeout Python passes (`timeout_s`, seconds) as the runtime holds it;
 // throws InvalidArgument unless it is positive.
@@ -33,6 +34,10 @@ class ProcessGroup {
                                             double timeoutS);
   static std::shared_ptr<ProcessGroup> nccl(Store& store, int rank, int size, int device,
                                             const std::string& prefix, double timeoutS);
+  // A group over a communicator made elsewhere (torch_communicator.h).
+  static std::shared_ptr<ProcessGroup> fromParts(std::shared_ptr<Communicator> comm,
+                                                 std::shared_ptr<DeviceOps> ops,
+                                                 std::chrono::milliseconds timeout);
 
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }

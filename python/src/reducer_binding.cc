@@ -1,6 +1,8 @@
 // PyReducer: the Reducer from Python arguments, flat or hierarchical.
 #include "python/src/reducer_binding.h"
 
+#include <nanobind/nanobind.h>
+
 #include "runtime/algorithms/hierarchical.h"
 #include "runtime/common/error.h"
 
@@ -40,6 +42,13 @@ PyReducer::PyReducer(
   o.checkSize = group.size();
   reducer_ = std::make_unique<Reducer>(intra->comm(), intra->ops(), hierarchical, std::move(specs),
                                        store, o);
+}
+
+PyReducer::~PyReducer() {
+  if (PyGILState_Check()) {
+    nanobind::gil_scoped_release release;
+    reducer_.reset();
+  }
 }
 
 }  // namespace bagua::python

@@ -23,6 +23,9 @@ class PyReducer {
             const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
             size_t bucketBytes, double timeoutS, const std::string& prefix,
             const OptionMap& options, ProcessGroup* intra, ProcessGroup* inter, int nodes);
+  // Waits for launched work with the GIL released (a CPU group over torch's
+  // Gloo needs the GIL to finish it: torch_communicator.h).
+  ~PyReducer();
   void markReady(size_t index, uintptr_t ptr) {
     reducer_->markReady(index, reinterpret_cast<void*>(ptr));
   }

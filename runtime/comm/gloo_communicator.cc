@@ -1,6 +1,5 @@
-// GlooCommunicator: connection setup, the worker thread that runs every
-// operation in order, and point to point (the collectives:
-// gloo_collectives.cc).
+// GlooCommunicator: connection setup, the ordered worker that runs every
+// operation, and point to point (the collectives: gloo_collectives.cc).
 #include "runtime/comm/gloo_communicator.h"
 
 #include <gloo/common/error.h>
@@ -14,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -100,70 +98,20 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, Options opt
     BAGUA_THROW(CommError, std::string("Gloo could not connect rank ") + std::to_string(rank) +
                                " of " + std::to_string(size) + ": " + e.what());
   }
-  worker_ = std::thread([this] { run(); });
+  worker_ = std::make_unique<OrderedWorker>(
+      [](const std::string& what, const std::exception& e) -> std::exception_ptr {
+        if (dynamic_cast<const gloo::IoException*>(&e) != nullptr) {
+          return std::make_exception_ptr(
+              CommError(what + " failed: " + e.what(), __FILE__, __LINE__));
+        }
+        return mapCommException(what, e);
+      });
 }
 
-GlooCommunicator::~GlooCommunicator() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  worker_.join();
-}
-
-void GlooCommunicator::run() {
-  while (true) {
-    std::function<void()> task;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything enqueued has run
-      task = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    task();
-  }
-}
+GlooCommunicator::~GlooCommunicator() { worker_.reset(); }
 
 std::shared_ptr<Work> GlooCommunicator::enqueue(std::string what, std::function<void()> fn) {
-  auto work = std::make_shared<PromiseWork>(std::move(what));
-  auto task = [this, work, fn = std::move(fn)] {
-    // After a failure the connections are in an unknown state: every later
-    // operation fails with the first error instead of running.
-    if (firstError_) {
-      work->fail(firstError_);
-      return;
-    }
-    try {
-      fn();
-      work->succeed();
-      return;
-    } catch (const bagua::Error&) {
-      work->fail(std::current_exception());
-    } catch (const gloo::IoException& e) {
-      work->fail(std::make_exception_ptr(
-          CommError(work->what() + " failed: " + e.what(), __FILE__, __LINE__)));
-    } catch (const std::exception& e) {
-      bool timeout = std::strstr(e.what(), "Timed out") != nullptr ||
-                     std::strstr(e.what(), "timed out") != nullptr;
-      std::string message = work->what() + " failed: " + e.what();
-      work->fail(timeout ? std::make_exception_ptr(TimeoutError(message, __FILE__, __LINE__))
-                         : std::make_exception_ptr(CommError(message, __FILE__, __LINE__)));
-    }
-    try {
-      work->wait(std::chrono::milliseconds(0));
-    } catch (...) {
-      firstError_ = std::current_exception();
-    }
-  };
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    BAGUA_ENFORCE(!stopping_, "GlooCommunicator: enqueue after shutdown");
-    queue_.push_back(std::move(task));
-  }
-  cv_.notify_one();
-  return work;
+  return worker_->enqueue(std::move(what), std::move(fn));
 }
 
 // Point-to-point slots: a prefix no Gloo collective uses, then the message's

@@ -1,8 +1,8 @@
 // Communicator over Gloo (Debian's libgloo, TCP transport) for CPU buffers.
 //
-// Operations run on one worker thread, in enqueue order, so the caller never
-// blocks on the network; enqueue() runs CPU compute in the same order
-// (ByteGrad's quantize steps between its collectives). Gloo reports a dead
+// Operations run on one worker thread (OrderedWorker), in enqueue order, so
+// the caller never blocks on the network; enqueue() runs CPU compute in the
+// same order (ByteGrad's quantize steps between its collectives). Gloo reports a dead
 // peer or a timeout by throwing; the failing operation's Work carries it as a
 // CommError (TimeoutError for timeouts), and every later operation fails too.
 //
@@ -17,17 +17,13 @@
 #include <cstdint>
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "runtime/comm/cpu_communicator.h"
+#include "runtime/comm/ordered_worker.h"
 #include "runtime/store/store.h"
 
 namespace gloo {
@@ -36,7 +32,7 @@ class Context;
 
 namespace bagua {
 
-class GlooCommunicator final : public Communicator {
+class GlooCommunicator final : public CpuCommunicator {
  public:
   struct Options {
     // Network interface to use (GLOO_SOCKET_IFNAME when empty; then the
@@ -56,7 +52,6 @@ class GlooCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  Device device() const override { return Device::kCpu; }
 
   std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
   std::shared_ptr<Work> reduce(const void* in, void* out, size_t count, DType dtype, ReduceOp op,
@@ -77,24 +72,16 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<Work> barrier() override;
   void waitFor(std::shared_ptr<Work> work) override;
 
-  // Runs `fn` on the worker thread, ordered with the collectives.
-  std::shared_ptr<Work> enqueue(std::string what, std::function<void()> fn);
+  std::shared_ptr<Work> enqueue(std::string what, std::function<void()> fn) override;
 
  private:
-  void run();
-
   int rank_;
   int size_;
   Options options_;
   std::shared_ptr<gloo::Context> context_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::exception_ptr firstError_;  // worker thread only
   std::vector<uint64_t> sendSeq_;  // per peer, enqueue-time counters
   std::vector<uint64_t> recvSeq_;
-  std::thread worker_;
+  std::unique_ptr<OrderedWorker> worker_;  // last: stopped first
 };
 
 }  // namespace bagua

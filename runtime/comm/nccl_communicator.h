@@ -25,7 +25,6 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +32,7 @@
 #include <vector>
 
 #include "runtime/comm/communicator.h"
+#include "runtime/nccl/nccl_api.h"
 #include "runtime/store/store.h"
 
 namespace bagua {

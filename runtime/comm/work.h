@@ -30,7 +30,12 @@ class PromiseWork : public Work {
   explicit PromiseWork(std::string what) : what_(std::move(what)), future_(promise_.get_future()) {}
 
   void succeed() { promise_.set_value(); }
-  void fail(std::exception_ptr error) { promise_.set_exception(std::move(error)); }
+  void fail(std::exception_ptr error) {
+    error_ = error;
+    promise_.set_exception(std::move(error));
+  }
+  // The error fail() was given (null otherwise); for the thread that called it.
+  std::exception_ptr error() const { return error_; }
 
   bool done() override;
   void wait(std::chrono::milliseconds timeout) override;
@@ -38,6 +43,7 @@ class PromiseWork : public Work {
 
  private:
   std::string what_;
+  std::exception_ptr error_;
   std::promise<void> promise_;
   std::shared_future<void> future_;
 };

@@ -1,13 +1,14 @@
 // CUDA_CHECK / NCCL_CHECK: turn status codes into CudaError / CommError with
-// the call, its error string and file:line.
+// the call, its error string and file:line. NCCL is runtime/nccl/nccl_api.h
+// (bound at run time to the process's NCCL).
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <string>
 
 #include "runtime/common/error.h"
+#include "runtime/nccl/nccl_api.h"
 
 #define BAGUA_CUDA_CHECK(call)                                                               \
   do {                                                                                       \

@@ -1,4 +1,4 @@
-// CpuOps: CPU reference kernels run as ordered tasks of the Gloo worker. The
+// CpuOps: CPU reference kernels run as ordered tasks of the CPU communicator. The
 // dtype is checked before a step is enqueued: a kernel's error inside the
 // worker would fail every later operation of the communicator.
 #include "runtime/ops/cpu_ops.h"

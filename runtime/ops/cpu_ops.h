@@ -1,17 +1,18 @@
-// DeviceOps for CPU buffers: each step runs on the Gloo communicator's worker
-// thread, in order with its collectives, using the kernels' CPU reference.
+// DeviceOps for CPU buffers: each step runs on the CPU communicator's worker
+// thread (Gloo's or torch's), in order with its collectives, using the
+// kernels' CPU reference.
 #pragma once
 
 #include <cstdint>
 
-#include "runtime/comm/gloo_communicator.h"
+#include "runtime/comm/cpu_communicator.h"
 #include "runtime/ops/device_ops.h"
 
 namespace bagua {
 
 class CpuOps final : public DeviceOps {
  public:
-  explicit CpuOps(GlooCommunicator& comm) : comm_(comm) {}
+  explicit CpuOps(CpuCommunicator& comm) : comm_(comm) {}
 
   Device device() const override { return Device::kCpu; }
   std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override;
@@ -28,7 +29,7 @@ class CpuOps final : public DeviceOps {
   std::shared_ptr<Work> fence(std::string what) override;
 
  private:
-  GlooCommunicator& comm_;
+  CpuCommunicator& comm_;
 };
 
 }  // namespace bagua

@@ -224,7 +224,9 @@ def main():
         torch.set_default_device("cuda")
     bagua.init_process_group()
     rank, n = bagua.get_rank(), bagua.get_world_size()
-    result = {"rank": rank, "device": args.device}
+    from bagua.torch_api.process_group import cpu_collectives
+
+    result = {"rank": rank, "device": args.device, "cpu_collectives": cpu_collectives()}
     if args.mismatch:
         start = time.time()
         try:

@@ -81,13 +81,14 @@ class BaguaCommunicator:
             store = _C.CallbackStore(_default_store())
             try:
                 if device.type == "cuda":
+                    from .. import _nccl
+
+                    _nccl.check()
                     index = device.index if device.index is not None else torch.cuda.current_device()
                     backend = _C.ProcessGroup.nccl(store, self._rank, self.nranks(), index,
                                                    prefix=prefix, timeout_s=_timeout_s())
                 elif device.type == "cpu":
-                    backend = _C.ProcessGroup.gloo(store, self._rank, self.nranks(), prefix=prefix,
-                                                   iface=os.environ.get("GLOO_SOCKET_IFNAME", ""),
-                                                   timeout_s=_timeout_s())
+                    backend = _cpu_group(prefix, store, self._rank, self.nranks())
                 else:
                     raise ValueError(f"bagua communicates CPU and CUDA tensors, not {device.type}")
             except TimeoutError as error:
@@ -135,6 +136,37 @@ class BaguaProcessGroup:
             position[r] = sum(1 for q in self.ranks if q < r and nodes[q] == nodes[r])
         me = position.get(_global_rank(), -1)
         return self._comm("inter", [r for r in self.ranks if position[r] == me])
+
+
+def cpu_collectives():
+    """Where CPU groups run: "libgloo" (the runtime's Gloo communicator) when
+    this build has it, else "torch" (torch's own Gloo process group);
+    BAGUA_CPU_COLLECTIVES=torch|libgloo chooses."""
+    from .. import _C
+
+    wanted = os.environ.get("BAGUA_CPU_COLLECTIVES", "")
+    if wanted not in ("", "torch", "libgloo"):
+        raise ValueError(f"bagua: BAGUA_CPU_COLLECTIVES={wanted!r}: expected 'torch' or 'libgloo'")
+    if wanted == "libgloo" and not _C.has_gloo():
+        raise RuntimeError("bagua: BAGUA_CPU_COLLECTIVES=libgloo, but this build has no libgloo "
+                           "(install libgloo-dev and reinstall bagua, or unset it to use torch's "
+                           "Gloo)")
+    if wanted:
+        return wanted
+    return "libgloo" if _C.has_gloo() else "torch"
+
+
+def _cpu_group(prefix, store, rank, size):
+    from .. import _C
+
+    iface = os.environ.get("GLOO_SOCKET_IFNAME", "")
+    if cpu_collectives() == "libgloo":
+        return _C.ProcessGroup.gloo(store, rank, size, prefix=prefix, iface=iface,
+                                    timeout_s=_timeout_s())
+    from ._torch_gloo import TorchGlooBackend
+
+    backend = TorchGlooBackend(_default_store(), prefix, rank, size, _timeout_s(), iface)
+    return _C.ProcessGroup.torch_gloo(backend, rank, size, timeout_s=_timeout_s())
 
 
 def _node_of_ranks():

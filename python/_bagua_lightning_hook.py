@@ -1,7 +1,10 @@
 """Registers strategy="bagua" with Lightning without an explicit import.
 
 Loaded at interpreter start by `bagua-lightning.pth` (installed next to the
-packages). It imports nothing heavy: it only watches for Lightning's
+packages). A top-level module, not part of the `bagua` package, so that a
+different `bagua` earlier on sys.path (the original Bagua, a folder named
+bagua) is never imported at start-up; the .pth line imports this module
+only if it exists, so nothing is printed either way. It imports nothing heavy: it only watches for Lightning's
 strategies module and, once that module has executed, imports
 lightning_bagua, whose import registers BaguaStrategy as "bagua". Lightning
 has no plugin discovery of its own. Any failure here is swallowed: it must
