@@ -16,8 +16,10 @@
 #            training with abort/resume every 3 s, NCCL's default protocols
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
-# The wheel is installed with pip --no-deps into the machine's Python (torch's);
-# NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
+# The wheel is installed with pip --no-deps into the machine's Python (torch's),
+# as it is, with no setup argument or library path; NCCL is the pip NCCL torch
+# loads; the plugin is the one inside the wheel; `python -m bagua.info` (with
+# its one-rank NCCL check of the plugin) goes into env.txt.
 set -uo pipefail
 OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak]}
 shift
@@ -28,25 +30,21 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo
 
-NVIDIA=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))')/nvidia
-NCCL_LIB=$(dirname "$(find "$NVIDIA" -name 'libnccl.so.2' | head -n 1)")
-CUDART_LIB=$(dirname "$(find "$NVIDIA" -name 'libcudart.so.13*' | head -n 1)")
-export LD_LIBRARY_PATH=$NCCL_LIB:$CUDART_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# No LD_LIBRARY_PATH: the wheel links the CUDA runtime statically and binds
+# the NCCL torch loaded (docs/install.md).
 
 {
   echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   echo "cpus: $(nproc) (allowed: $(grep Cpus_allowed_list /proc/self/status | cut -f2))"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
-  echo "pip NCCL: $NCCL_LIB"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
 python3 -m pip install -q --no-deps --force-reinstall "${WHEEL:?WHEEL=<path of the bagua wheel>}" \
   >"$OUT/install.log" 2>&1 || { tail -n 20 "$OUT/install.log"; exit 1; }
 PLUGIN=$(python3 -c 'import bagua; print(bagua.net_plugin_path())')
-python3 -c 'import bagua._C as c, bagua; print("has_nccl", c.has_nccl(), "plugin", bagua.net_plugin_path())' \
-  | tee -a "$OUT/env.txt"
+(cd /tmp && python3 -m bagua.info) 2>&1 | tee -a "$OUT/env.txt"
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU part of "Python and Lightning": builds and installs this project's
-# wheel on the GPU machine (against pip NCCL), then runs lightning_strategy_bench.py
+# wheel on the GPU machine (it binds torch's NCCL at run time), then runs lightning_strategy_bench.py
 # for each strategy over NCCL's default transport and forced through
 # Bagua-Net. Usage: PLUGIN=<libnccl-net-bagua.so> bash run_lightning.sh OUT
 set -uo pipefail
@@ -8,16 +8,12 @@ OUT=${1:?usage: run_lightning.sh OUT}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$HERE/../..
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-N=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')
-S=/tmp/nccl-pip
-mkdir -p $S/lib && ln -sfn "$N/include" $S/include && ln -sf "$N/lib/libnccl.so.2" $S/lib/libnccl.so
-export LD_LIBRARY_PATH=$N/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 echo "== building the wheel"
 start=$SECONDS
 python3 -m pip install -q --no-deps --no-index --find-links "$ROOT/.device/wheels" meson-python pyproject-metadata 2>&1 | tail -n 2
 echo "meson: $(python3 -m mesonbuild.mesonmain --version 2>&1 | head -n 1)"
-python3 -m pip install -q --no-build-isolation --no-deps "$ROOT" -Csetup-args=-Dnccl_dir=$S \
-  -Csetup-args=-Dgloo=disabled -Csetup-args=-Dgpu_archs=9.0 >"$OUT/wheel_build.log" 2>&1 ||
+python3 -m pip install -q --no-build-isolation --no-deps "$ROOT" \
+  -Csetup-args=-Dgpu_archs=9.0 >"$OUT/wheel_build.log" 2>&1 ||
   { tail -n 30 "$OUT/wheel_build.log"; exit 1; }
 echo "built in $((SECONDS - start)) s; has_nccl: $(python3 -c 'import bagua._C as c; print(c.has_nccl())')"
 NET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NET_PLUGIN=$PLUGIN NCCL_NET=Bagua"

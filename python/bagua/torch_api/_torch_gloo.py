@@ -119,11 +119,12 @@ class TorchGlooBackend:
     def alltoallv(self, in_address, send_bytes, send_offsets, out_address, recv_bytes,
                   recv_offsets):
         # Gloo takes blocks packed in rank order: pack and unpack around it.
+        # Every rank enters, also one that moves nothing (decentralized
+        # shift_one's idle rank in an odd world): it is a collective.
         source = torch.cat([_bytes_at(in_address + o, n) for o, n in zip(send_offsets, send_bytes)])
         target = torch.empty(sum(recv_bytes), dtype=torch.uint8)
-        if source.numel() or target.numel():
-            self.pg.alltoall_base(target, source, list(recv_bytes), list(send_bytes),
-                                  dist.AllToAllOptions()).wait()
+        self.pg.alltoall_base(target, source, list(recv_bytes), list(send_bytes),
+                              dist.AllToAllOptions()).wait()
         for block, offset, n in zip(target.split(list(recv_bytes)), recv_offsets, recv_bytes):
             if n:
                 _bytes_at(out_address + offset, n).copy_(block)
