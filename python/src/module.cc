@@ -7,6 +7,7 @@
 //     scatter, reduce_scatter, alltoall, alltoall_v, send, recv, barrier
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
+//   OptimList(device, tensors, ...), grad_mismatches(params, views): the fused optimizers
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
 // NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
@@ -21,6 +22,7 @@
 
 #include "python/src/async_binding.h"
 #include "python/src/callback_store.h"
+#include "python/src/optim_binding.h"
 #include "python/src/process_group.h"
 #include "python/src/reducer_binding.h"
 #include "python/src/registry_binding.h"
@@ -129,4 +131,5 @@ NB_MODULE(_C, m) {
       .def_prop_ro("num_buckets", &bagua::python::PyReducer::numBuckets);
 
   bagua::python::bindAsync(m);
+  bagua::python::bindOptim(m);
 }
