@@ -46,9 +46,9 @@ class NormScaledSgd(torch.optim.Optimizer):
 SIZES = [(1,), (7,), (33, 5), (64,), (128, 96), (5000,), (3, 17, 11), (20000,)]
 
 
-def make_params(dtype=torch.float32, seed=0, sizes=SIZES):
+def make_params(dtype=torch.float32, seed=0, sizes=SIZES, device="cpu"):
     gen = torch.Generator().manual_seed(seed)
-    return [torch.nn.Parameter((torch.randn(s, generator=gen) * (0.1 + i)).to(dtype))
+    return [torch.nn.Parameter((torch.randn(s, generator=gen) * (0.1 + i)).to(device, dtype))
             for i, s in enumerate(sizes)]
 
 

@@ -35,7 +35,7 @@ CASES = {
 
 def target_for(params):
     gen = torch.Generator().manual_seed(1)
-    return [torch.randn(p.shape, generator=gen) for p in params]
+    return [torch.randn(p.shape, generator=gen).to(p.device) for p in params]
 
 
 def side_by_side(cls, kwargs, dtype=torch.float32, steps=100, each=None, fused_kwargs=None):
