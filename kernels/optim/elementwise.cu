@@ -29,9 +29,7 @@ struct AdamOp : ElementwiseOp {
 
 struct AdagradOp : ElementwiseOp {
   AdagradScalars s;
-  __device__ void operator()(float& p, float g, float (&st)[3]) {
-    adagradElement(p, g, st[0], s);
-  }
+  __device__ void operator()(float& p, float g, float (&st)[3]) { adagradElement(p, g, st[0], s); }
 };
 
 template <typename Op>
@@ -39,8 +37,8 @@ cudaError_t launchAll(const DeviceTensorList& list, const Op& op, const AmpArgs&
                       cudaStream_t stream) {
   const auto& im = list.impl();
   return dispatchList(im.types, [&](auto p, auto s) {
-    return launchList<decltype(p), decltype(s)>(im, 0, static_cast<uint32_t>(im.blocks), false,
-                                                op, amp, stream);
+    return launchList<decltype(p), decltype(s)>(im, 0, static_cast<uint32_t>(im.blocks), false, op,
+                                                amp, stream);
   });
 }
 
@@ -62,8 +60,8 @@ cudaError_t adamStep(const DeviceTensorList& list, const AdamArgs& args, const A
   return launchAll(list, op, amp, stream);
 }
 
-cudaError_t adagradStep(const DeviceTensorList& list, const AdagradArgs& args,
-                        const AmpArgs& amp, cudaStream_t stream) {
+cudaError_t adagradStep(const DeviceTensorList& list, const AdagradArgs& args, const AmpArgs& amp,
+                        cudaStream_t stream) {
   checkSlots("adagrad", list.slotMask(), adagradRule());
   AdagradOp op;
   op.s = adagradScalars(args);

@@ -14,9 +14,8 @@ void sgdStepCpu(const std::vector<TensorRef>& tensors, ListTypes types, const Sg
   cpu::dispatch(types, [&](auto p, auto st) {
     for (const TensorRef& t : tensors) {
       cpu::walkTensor<decltype(p), decltype(st)>(
-          t, amp, [&](size_t, float& w, float g, float (&state)[3]) {
-            sgdElement(w, g, state[0], s);
-          });
+          t, amp,
+          [&](size_t, float& w, float g, float(&state)[3]) { sgdElement(w, g, state[0], s); });
     }
   });
 }
@@ -29,24 +28,23 @@ void adamStepCpu(const std::vector<TensorRef>& tensors, ListTypes types, const A
   cpu::dispatch(types, [&](auto p, auto st) {
     for (const TensorRef& t : tensors) {
       cpu::walkTensor<decltype(p), decltype(st)>(
-          t, amp, [&](size_t, float& w, float g, float (&state)[3]) {
+          t, amp, [&](size_t, float& w, float g, float(&state)[3]) {
             adamElement(w, g, state[0], state[1], state[2], s);
           });
     }
   });
 }
 
-void adagradStepCpu(const std::vector<TensorRef>& tensors, ListTypes types,
-                    const AdagradArgs& args, const AmpArgs& amp) {
+void adagradStepCpu(const std::vector<TensorRef>& tensors, ListTypes types, const AdagradArgs& args,
+                    const AmpArgs& amp) {
   checkSlots("adagrad", checkList("adagrad", tensors, types), adagradRule());
   if (cpu::skipped(amp)) return;
   const AdagradScalars s = adagradScalars(args);
   cpu::dispatch(types, [&](auto p, auto st) {
     for (const TensorRef& t : tensors) {
       cpu::walkTensor<decltype(p), decltype(st)>(
-          t, amp, [&](size_t, float& w, float g, float (&state)[3]) {
-            adagradElement(w, g, state[0], s);
-          });
+          t, amp,
+          [&](size_t, float& w, float g, float(&state)[3]) { adagradElement(w, g, state[0], s); });
     }
   });
 }

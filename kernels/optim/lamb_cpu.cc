@@ -13,7 +13,7 @@ template <typename P, typename S>
 void lambTensor(const TensorRef& t, const AmpArgs& amp, const LambScalars& s) {
   double paramSq = 0.0;
   double updateSq = 0.0;
-  cpu::walkTensor<P, S>(t, amp, [&](size_t, float& w, float g, float (&state)[3]) {
+  cpu::walkTensor<P, S>(t, amp, [&](size_t, float& w, float g, float(&state)[3]) {
     const float u = lambUpdate(w, g, state[0], state[1], s);
     paramSq += static_cast<double>(w) * w;
     updateSq += static_cast<double>(u) * u;

@@ -109,8 +109,8 @@ __device__ __forceinline__ uint32_t vectorHead(const SegmentPtrs<P, S>& q) {
 
 // G elements at index i: load, operate, store.
 template <int G, typename P, typename S, typename Op>
-__device__ __forceinline__ void elements(const SegmentPtrs<P, S>& q, uint32_t i,
-                                         const float* scale, Op& op) {
+__device__ __forceinline__ void elements(const SegmentPtrs<P, S>& q, uint32_t i, const float* scale,
+                                         Op& op) {
   using PB = typename P::Bits;
   using SB = typename S::Bits;
   float p[G], g[G], s[3][G];
@@ -215,8 +215,8 @@ template <typename P, typename S, typename Op>
 cudaError_t launchList(const DeviceTensorList::Impl& list, uint32_t firstBlock, uint32_t blocks,
                        bool reverse, const Op& op, const AmpArgs& amp, cudaStream_t stream) {
   if (blocks == 0) return cudaSuccess;
-  listKernel<P, S, Op><<<blocks, kThreads, 0, stream>>>(list.table, firstBlock, blocks, reverse,
-                                                        op, amp);
+  listKernel<P, S, Op>
+      <<<blocks, kThreads, 0, stream>>>(list.table, firstBlock, blocks, reverse, op, amp);
   return cudaGetLastError();
 }
 

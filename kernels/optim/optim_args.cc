@@ -9,8 +9,8 @@ namespace bagua::kernels::optim {
 namespace {
 
 const char* slotName(int s) {
-  static const char* const kNames[kSlots] = {"param", "grad", "state0", "state1", "state2",
-                                             "master"};
+  static const char* const kNames[kSlots] = {"param",  "grad",   "state0",
+                                             "state1", "state2", "master"};
   return kNames[s];
 }
 
@@ -80,8 +80,7 @@ SlotRule sgdRule(const SgdArgs& a) {
 
 SlotRule adamRule(const AdamArgs& a) {
   const unsigned moments = slotBit(kState0) | slotBit(kState1);
-  return a.amsgrad ? SlotRule{moments | slotBit(kState2), 0u}
-                   : SlotRule{moments, slotBit(kState2)};
+  return a.amsgrad ? SlotRule{moments | slotBit(kState2), 0u} : SlotRule{moments, slotBit(kState2)};
 }
 
 SlotRule adagradRule() { return SlotRule{slotBit(kState0), slotBit(kState1) | slotBit(kState2)}; }

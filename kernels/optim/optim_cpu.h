@@ -18,8 +18,8 @@ void sgdStepCpu(const std::vector<TensorRef>& tensors, ListTypes types, const Sg
 void adamStepCpu(const std::vector<TensorRef>& tensors, ListTypes types, const AdamArgs& args,
                  const AmpArgs& amp = {});
 
-void adagradStepCpu(const std::vector<TensorRef>& tensors, ListTypes types,
-                    const AdagradArgs& args, const AmpArgs& amp = {});
+void adagradStepCpu(const std::vector<TensorRef>& tensors, ListTypes types, const AdagradArgs& args,
+                    const AmpArgs& amp = {});
 
 // LAMB: per tensor, the squared norms of the parameter and of the update are
 // summed in double (the CUDA kernel sums fp32 partials: equal to a few fp32

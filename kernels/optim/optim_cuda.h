@@ -52,8 +52,8 @@ cudaError_t sgdStep(const DeviceTensorList& list, const SgdArgs& args, const Amp
                     cudaStream_t stream);
 cudaError_t adamStep(const DeviceTensorList& list, const AdamArgs& args, const AmpArgs& amp,
                      cudaStream_t stream);
-cudaError_t adagradStep(const DeviceTensorList& list, const AdagradArgs& args,
-                        const AmpArgs& amp, cudaStream_t stream);
+cudaError_t adagradStep(const DeviceTensorList& list, const AdagradArgs& args, const AmpArgs& amp,
+                        cudaStream_t stream);
 cudaError_t lambStep(const DeviceTensorList& list, const LambArgs& args, const AmpArgs& amp,
                      cudaStream_t stream);
 

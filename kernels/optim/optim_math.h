@@ -28,17 +28,22 @@ struct SgdScalars {
 };
 
 inline SgdScalars sgdScalars(const SgdArgs& a) {
-  return SgdScalars{static_cast<float>(-a.lr), static_cast<float>(a.momentum),
-                    static_cast<float>(1.0 - a.dampening), static_cast<float>(a.weightDecay),
-                    a.momentum != 0.0, a.nesterov, a.maximize, a.firstStep};
+  return SgdScalars{static_cast<float>(-a.lr),
+                    static_cast<float>(a.momentum),
+                    static_cast<float>(1.0 - a.dampening),
+                    static_cast<float>(a.weightDecay),
+                    a.momentum != 0.0,
+                    a.nesterov,
+                    a.maximize,
+                    a.firstStep};
 }
 
 struct AdamScalars {
-  float negStepSize;   // -lr / (1 - beta1^step)
-  float bc2Sqrt;       // (1 - beta2^step) ** 0.5
-  float oneMinusBeta1; // lerp weight
+  float negStepSize;    // -lr / (1 - beta1^step)
+  float bc2Sqrt;        // (1 - beta2^step) ** 0.5
+  float oneMinusBeta1;  // lerp weight
   float beta2, oneMinusBeta2, eps, weightDecay;
-  float decay;         // 1 - lr * weight_decay (AdamW)
+  float decay;  // 1 - lr * weight_decay (AdamW)
   bool decoupled, amsgrad, maximize;
 };
 
@@ -78,11 +83,11 @@ struct LambScalars {
 inline LambScalars lambScalars(const LambArgs& a) {
   const double bc1 = a.biasCorrection ? 1.0 - std::pow(a.beta1, a.step) : 1.0;
   const double bc2 = a.biasCorrection ? 1.0 - std::pow(a.beta2, a.step) : 1.0;
-  return LambScalars{static_cast<float>(a.beta1), static_cast<float>(1.0 - a.beta1),
-                     static_cast<float>(a.beta2), static_cast<float>(1.0 - a.beta2),
+  return LambScalars{static_cast<float>(a.beta1),   static_cast<float>(1.0 - a.beta1),
+                     static_cast<float>(a.beta2),   static_cast<float>(1.0 - a.beta2),
                      static_cast<float>(1.0 / bc1), static_cast<float>(1.0 / bc2),
-                     static_cast<float>(a.eps),  static_cast<float>(a.weightDecay),
-                     static_cast<float>(-a.lr),  static_cast<float>(a.maxTrust)};
+                     static_cast<float>(a.eps),     static_cast<float>(a.weightDecay),
+                     static_cast<float>(-a.lr),     static_cast<float>(a.maxTrust)};
 }
 
 // ---- per element -------------------------------------------------------------

@@ -20,8 +20,7 @@ void checkIndex(size_t n, const char* what) {
 
 }  // namespace
 
-SegmentPlan planSegments(const std::vector<size_t>& numel, size_t chunkElems,
-                         size_t batchElems) {
+SegmentPlan planSegments(const std::vector<size_t>& numel, size_t chunkElems, size_t batchElems) {
   if (chunkElems == 0 || chunkElems > (size_t{1} << 31)) {
     throw std::invalid_argument("planSegments: chunkElems " + std::to_string(chunkElems) +
                                 "; expected 1 .. 2^31");
@@ -29,8 +28,8 @@ SegmentPlan planSegments(const std::vector<size_t>& numel, size_t chunkElems,
   checkIndex(numel.size(), "tensors");
   SegmentPlan plan;
   plan.blockBegin.push_back(0);
-  size_t inBlock = 0;     // elements of the open block
-  size_t inBatch = 0;     // elements of the open batch
+  size_t inBlock = 0;  // elements of the open block
+  size_t inBatch = 0;  // elements of the open batch
   Batch batch;
   auto closeBlock = [&] {
     if (inBlock == 0) return;

@@ -21,11 +21,11 @@ struct Batch {
 };
 
 struct SegmentPlan {
-  std::vector<uint32_t> segTensor;   // per segment: the tensor
-  std::vector<uint64_t> segOffset;   // per segment: first element in the tensor
-  std::vector<uint32_t> segLength;   // per segment: elements (<= chunkElems)
-  std::vector<uint32_t> blockBegin;  // per block + 1: its first segment
-  std::vector<uint32_t> tensorBegin; // per tensor + 1: its first segment
+  std::vector<uint32_t> segTensor;    // per segment: the tensor
+  std::vector<uint64_t> segOffset;    // per segment: first element in the tensor
+  std::vector<uint32_t> segLength;    // per segment: elements (<= chunkElems)
+  std::vector<uint32_t> blockBegin;   // per block + 1: its first segment
+  std::vector<uint32_t> tensorBegin;  // per tensor + 1: its first segment
   std::vector<Batch> batches;
   size_t blocks() const { return blockBegin.empty() ? 0 : blockBegin.size() - 1; }
 };

@@ -83,8 +83,7 @@ class OptimList {
   void adam(double lr, double beta1, double beta2, double eps, double weightDecay, double step,
             bool decoupled, bool amsgrad, bool maximize, uintptr_t foundInf, uintptr_t gradScale,
             [[maybe_unused]] uintptr_t stream) {
-    const optim::AdamArgs a{lr, beta1, beta2, eps, weightDecay, step, decoupled, amsgrad,
-                            maximize};
+    const optim::AdamArgs a{lr, beta1, beta2, eps, weightDecay, step, decoupled, amsgrad, maximize};
     const optim::AmpArgs amp{floatAt(foundInf), floatAt(gradScale)};
     if (device_ < 0) return optim::adamStepCpu(refs_, types_, a, amp);
 #if BAGUA_PYTHON_HAVE_NCCL
@@ -122,8 +121,8 @@ class OptimList {
     DeviceScope scope(device_);
     const cudaError_t err = launch(reinterpret_cast<cudaStream_t>(stream));
     if (err != cudaSuccess) {
-      BAGUA_THROW(CudaError, std::string("fused optimizer launch failed: ") +
-                                 cudaGetErrorString(err));
+      BAGUA_THROW(CudaError,
+                  std::string("fused optimizer launch failed: ") + cudaGetErrorString(err));
     }
   }
   std::unique_ptr<optim::DeviceTensorList> list_;
@@ -137,9 +136,8 @@ class OptimList {
 // Indices i where params[i].grad is not views[i] (None or another tensor).
 std::vector<size_t> gradMismatches(nb::list params, nb::list views) {
   const size_t n = nb::len(params);
-  BAGUA_ENFORCE(nb::len(views) == n, "grad_mismatches: " + std::to_string(n) +
-                                         " parameters but " + std::to_string(nb::len(views)) +
-                                         " gradient views");
+  BAGUA_ENFORCE(nb::len(views) == n, "grad_mismatches: " + std::to_string(n) + " parameters but " +
+                                         std::to_string(nb::len(views)) + " gradient views");
   static PyObject* const gradName = PyUnicode_InternFromString("grad");
   std::vector<size_t> out;
   for (size_t i = 0; i < n; ++i) {
@@ -165,8 +163,8 @@ void bindOptim(nb::module_& m) {
            "(numel, param, grad, state0, state1, state2, master) as addresses (0: unused).")
       .def("__len__", &OptimList::size)
       .def("sgd", &OptimList::sgd, "lr"_a, "momentum"_a, "dampening"_a, "weight_decay"_a,
-           "nesterov"_a, "maximize"_a, "first_step"_a, "found_inf"_a = none,
-           "grad_scale"_a = none, "stream"_a = none, release, "torch.optim.SGD's step.")
+           "nesterov"_a, "maximize"_a, "first_step"_a, "found_inf"_a = none, "grad_scale"_a = none,
+           "stream"_a = none, release, "torch.optim.SGD's step.")
       .def("adam", &OptimList::adam, "lr"_a, "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a,
            "step"_a, "decoupled"_a, "amsgrad"_a, "maximize"_a, "found_inf"_a = none,
            "grad_scale"_a = none, "stream"_a = none, release,

@@ -92,7 +92,7 @@ TEST(OptimCpu, SgdMatchesTorchFormulaBitForBit) {
           got.newGrads(100 + step);
           want.newGrads(100 + step);
           sgdStepCpu(got.refs(), types, a);
-          referenceStep(want, [&](float& p, float g, float (&s)[3]) { sgdRef(p, g, s[0], a); });
+          referenceStep(want, [&](float& p, float g, float(&s)[3]) { sgdRef(p, g, s[0], a); });
         }
         expectSameBytes(got, want, "sgd");
       }
@@ -119,8 +119,8 @@ void adamRef(float& p, float g, float (&s)[3], const AdamArgs& a) {
   }
   const double bc1 = 1 - std::pow(a.beta1, a.step);
   const double bc2 = 1 - std::pow(a.beta2, a.step);
-  const float denom = std::sqrt(second) / static_cast<float>(std::pow(bc2, 0.5)) +
-                      static_cast<float>(a.eps);
+  const float denom =
+      std::sqrt(second) / static_cast<float>(std::pow(bc2, 0.5)) + static_cast<float>(a.eps);
   p = p + static_cast<float>(-(a.lr / bc1)) * (s[0] / denom);
 }
 
@@ -142,7 +142,7 @@ TEST(OptimCpu, AdamAndAdamWMatchTorchFormulaBitForBit) {
         got.newGrads(200 + step);
         want.newGrads(200 + step);
         adamStepCpu(got.refs(), types, a);
-        referenceStep(want, [&](float& p, float g, float (&s)[3]) { adamRef(p, g, s, a); });
+        referenceStep(want, [&](float& p, float g, float(&s)[3]) { adamRef(p, g, s, a); });
       }
       expectSameBytes(got, want, "adam");
     }
@@ -164,7 +164,7 @@ TEST(OptimCpu, AdagradMatchesTorchFormulaBitForBit) {
         want.newGrads(300 + step);
         adagradStepCpu(got.refs(), types, a);
         const float clr = static_cast<float>(-(a.lr / (1 + (step - 1) * a.lrDecay)));
-        referenceStep(want, [&](float& p, float g, float (&s)[3]) {
+        referenceStep(want, [&](float& p, float g, float(&s)[3]) {
           if (a.weightDecay != 0) g = g + static_cast<float>(a.weightDecay) * p;
           s[0] = s[0] + g * g;
           p = p + clr * (g / (std::sqrt(s[0]) + static_cast<float>(a.eps)));
@@ -184,8 +184,7 @@ TEST(OptimCpu, LambAppliesEachTensorsOwnTrustRatio) {
       a.lr = 0.01;
       a.weightDecay = 0.01;
       a.maxTrust = maxTrust;
-      OptimCase got =
-          makeOptimCase(types, mixedSizes(), slotBit(kState0) | slotBit(kState1), 41);
+      OptimCase got = makeOptimCase(types, mixedSizes(), slotBit(kState0) | slotBit(kState1), 41);
       // Tensors of very different scales: each tensor's own ratio matters.
       for (size_t t = 0; t < got.numel.size(); ++t) {
         for (size_t i = 0; i < got.numel[t]; ++i) {
@@ -216,9 +215,9 @@ TEST(OptimCpu, LambAppliesEachTensorsOwnTrustRatio) {
         if (maxTrust > 0 && r > maxTrust) r = static_cast<float>(maxTrust);
         for (size_t i = 0; i < p.size(); ++i) {
           // The second pass reads the moments as stored (rounded for 16-bit state).
-          const float u = want.at(kState0, t, i) * ib1 /
-                              (std::sqrt(want.at(kState1, t, i) * ib2) + 1e-6f) +
-                          0.01f * p[i];
+          const float u =
+              want.at(kState0, t, i) * ib1 / (std::sqrt(want.at(kState1, t, i) * ib2) + 1e-6f) +
+              0.01f * p[i];
           want.set(kParam, t, i, p[i] + (-0.01f * r) * u);
         }
       }

@@ -115,7 +115,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
       sgd.momentum = 0.9;
       sgd.nesterov = true;
       sgd.weightDecay = 0.01;
-      run(types, slotBit(kState0), shift, 3,
+      run(
+          types, slotBit(kState0), shift, 3,
           [&](const DeviceTensorList& l, int step) {
             sgd.firstStep = step == 1;
             return sgdStep(l, sgd, {}, nullptr);
@@ -130,7 +131,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
       adam.decoupled = true;
       adam.weightDecay = 0.1;
       adam.amsgrad = true;
-      run(types, slotBit(kState0) | slotBit(kState1) | slotBit(kState2) | master, shift, 3,
+      run(
+          types, slotBit(kState0) | slotBit(kState1) | slotBit(kState2) | master, shift, 3,
           [&](const DeviceTensorList& l, int step) {
             adam.step = step;
             return adamStep(l, adam, {}, nullptr);
@@ -143,7 +145,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
       EXPECT_EQ(got.bytes, want.bytes) << "adamw amsgrad, shift " << shift;
       AdagradArgs adagrad;
       adagrad.lrDecay = 0.01;
-      run(types, slotBit(kState0), shift, 3,
+      run(
+          types, slotBit(kState0), shift, 3,
           [&](const DeviceTensorList& l, int step) {
             adagrad.step = step;
             return adagradStep(l, adagrad, {}, nullptr);
@@ -163,7 +166,8 @@ TEST_F(OptimCuda, LambWithinRoundingOfItsNorms) {
   LambArgs lamb;
   lamb.weightDecay = 0.01;
   const ListTypes types{DType::kFloat32, DType::kFloat32};
-  run(types, slotBit(kState0) | slotBit(kState1), 0, 3,
+  run(
+      types, slotBit(kState0) | slotBit(kState1), 0, 3,
       [&](const DeviceTensorList& l, int step) {
         lamb.step = step;
         return lambStep(l, lamb, {}, nullptr);
