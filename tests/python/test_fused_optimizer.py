@@ -154,6 +154,19 @@ def test_never_flattened_per_tensor_optimizers():
     assert all(plan.unfused for plan in opt._bagua_fused.plans)
 
 
+def test_a_second_fused_optimizer_over_the_same_parameters():
+    """Parameters laid out by one fused optimizer are laid out again by the
+    next (a new training phase), not mistaken for aliased tensors."""
+    params = make_params()
+    target = target_for(params)
+    first = fuse_optimizer(build(torch.optim.SGD, params, lr=0.01, momentum=0.9))
+    train(first, params, 3, target)
+    second = fuse_optimizer(build(torch.optim.AdamW, params, lr=0.01))
+    assert not any(plan.unfused for plan in second._bagua_fused.plans)
+    train(second, params, 3, target)
+    assert second._bagua_fused.stats["fused_steps"] == 3
+
+
 def test_lion_passes_the_probe_and_declared_elementwise_skips_it():
     opt = fuse_optimizer(build(Lion, make_params(), lr=1e-3))
     assert opt._bagua_fused.reason == "passed the element-wise probe"
@@ -239,3 +252,31 @@ def test_parameters_on_different_devices_in_one_group_are_split():
             p.grad = torch.ones_like(p)
         opt.step()  # meta: the generic path (no kernel there); cpu: the native one
     assert [id(f) in opt._bagua_fused.plans[0].natives for f in flats] == [True, False]
+
+
+def test_memory_format_kept_and_aliased_parameters_left_alone():
+    # channels_last weights keep their strides in the buffers (same result).
+    def conv_params():
+        torch.manual_seed(3)
+        w = torch.nn.Parameter(torch.randn(8, 4, 3, 3).to(memory_format=torch.channels_last))
+        return [w, torch.nn.Parameter(torch.randn(8))]
+
+    a, b = conv_params(), conv_params()
+    oa = torch.optim.AdamW(a, lr=0.01)
+    ob = fuse_optimizer(torch.optim.AdamW(b, lr=0.01))
+    target = target_for(a)
+    for opt, params in ((oa, a), (ob, b)):
+        for _ in range(10):
+            opt.zero_grad()
+            sum(((p - t) ** 2).sum() for p, t in zip(params, target)).backward()
+            opt.step()
+    assert b[0].stride() == a[0].stride() and not b[0].is_contiguous()
+    assert max_rel_diff(b, a) <= FP32_TOL
+    # Parameters that are views of one storage (as FSDP's): never moved.
+    base = torch.zeros(20)
+    views = [torch.nn.Parameter(base[:10]), torch.nn.Parameter(base[10:])]
+    with pytest.warns(UserWarning, match="view into a storage"):
+        opt = fuse_optimizer(torch.optim.SGD(views, lr=0.1))
+    assert all(p.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+               for p in views)
+    assert all(plan.unfused for plan in opt._bagua_fused.plans)

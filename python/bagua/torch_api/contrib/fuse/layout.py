@@ -18,9 +18,16 @@ two storages only and checks every parameter when one changed; a
 replacement that coincides with new long-lived views of the same storage
 within one step goes unseen there.
 """
+import weakref
+
 import torch
 
 from .runs import Run, is_param_shaped, scalar_key
+
+# Parameter buffers of every live flat group, by storage address: parameters
+# viewing one of them were laid out by a fused optimizer (this one or an
+# earlier one over the same model) and may be laid out again.
+_BUFFERS = weakref.WeakValueDictionary()
 
 
 class Rebuild(Exception):
@@ -38,6 +45,32 @@ def _use_count(t):
 _ptrs_equal = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
 
 
+def dense_strides(t):
+    """t's strides when its elements fill its storage span without gaps or
+    overlap (contiguous, channels_last...), else the contiguous ones."""
+    dims = sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d]))
+    expect = 1
+    for d in dims:
+        if t.shape[d] != 1 and t.stride(d) != expect:
+            return torch.empty(t.shape, device="meta").stride()
+        expect *= t.shape[d]
+    return t.stride()
+
+
+def check_own_storage(params):
+    """Refuses parameters that share their storage with other tensors (views
+    of a larger tensor, as FSDP's): moving them would break the aliasing.
+    Views of a fused optimizer's own parameter buffer are fine."""
+    for i, p in enumerate(params):
+        storage = p.untyped_storage()
+        if storage.data_ptr() in _BUFFERS:
+            continue
+        if storage.nbytes() != p.numel() * p.element_size():
+            raise Unfusable(f"parameter {i} (shape {tuple(p.shape)}) is a view into a storage "
+                            f"of {storage.nbytes()} bytes shared with other tensors; moving it "
+                            "would break that aliasing")
+
+
 class FlatGroup:
     def __init__(self, params, state, exact, stats):
         from .... import _C
@@ -49,15 +82,18 @@ class FlatGroup:
         p0 = self.params[0]
         self.dtype, self.device = p0.dtype, p0.device
         self.shapes = [p.shape for p in self.params]
+        self.strides = [dense_strides(p) for p in self.params]
         numels = [p.numel() for p in self.params]
         self.bounds = [0]
         for n in numels:
             self.bounds.append(self.bounds[-1] + n)
         self.total = self.bounds[-1]
         with torch.no_grad():
-            self.P = torch.cat([p.detach().reshape(-1) for p in self.params])
+            self.P = torch.empty(self.total, dtype=self.dtype, device=self.device)
             self.G = torch.zeros_like(self.P)
-        self.param_views = self._views(self.P)
+            self.param_views = self._views(self.P)
+            torch._foreach_copy_(self.param_views, [p.detach() for p in self.params])
+        _BUFFERS[self.P.untyped_storage().data_ptr()] = self.P
         for p, v in zip(self.params, self.param_views):
             p.data = v
         self.data_ptrs = [v.data_ptr() for v in self.param_views]
@@ -75,16 +111,19 @@ class FlatGroup:
 
     # -- layout -----------------------------------------------------------------
     def _views(self, flat):
-        return [v.view(s) for v, s in zip(flat.split(
-            [b - a for a, b in zip(self.bounds, self.bounds[1:])]), self.shapes)]
+        """Each parameter's region of `flat`, with the parameter's shape and
+        (dense) strides: an element-wise update sees the same order everywhere."""
+        return [v.as_strided(s, st) for v, s, st in zip(flat.split(
+            [b - a for a, b in zip(self.bounds, self.bounds[1:])]), self.shapes, self.strides)]
 
     def view_of(self, buf, i):
-        return buf[self.bounds[i]:self.bounds[i + 1]].view(self.shapes[i])
+        return buf[self.bounds[i]:self.bounds[i + 1]].as_strided(self.shapes[i], self.strides[i])
 
     def _is_view(self, i, g):
         if self.exact:
             return g is self.grad_views[i]
-        return g.data_ptr() == self.grad_ptrs[i] and g.shape == self.shapes[i]
+        return (g.data_ptr() == self.grad_ptrs[i] and g.shape == self.shapes[i] and
+                g.stride() == self.strides[i])
 
     def _repoint_grads(self, indices, initial=False):
         """Gradients of `indices` that are tensors but not the views: copied

@@ -27,7 +27,7 @@ import torch
 
 from . import native
 from .classify import classify
-from .layout import FlatGroup, Rebuild, Unfusable
+from .layout import FlatGroup, Rebuild, Unfusable, check_own_storage
 
 _logger = logging.getLogger("bagua")
 
@@ -96,6 +96,9 @@ class FusedState:
     def layout(self):
         self.plans = [self._plan(g) for g in self.optimizer.param_groups]
         self.stats["layouts"] += 1
+        # GradScaler hands grad_scale/found_inf to a step that handles them;
+        # with nothing fused it unscales and skips as for any optimizer.
+        self.optimizer._step_supports_amp_scaling = not all(p.unfused for p in self.plans)
 
     def _plan(self, group):
         if not isinstance(group["params"], _ParamList):
@@ -109,9 +112,11 @@ class FusedState:
             return plan
         parts = {}
         for p in group["params"]:
-            parts.setdefault((p.dtype, p.device), []).append(p)
+            if p.numel() > 0:  # stepping no element is nothing to do
+                parts.setdefault((p.dtype, p.device), []).append(p)
         try:
             for (dtype, device), params in parts.items():
+                check_own_storage(params)
                 why = self.spec.supports(group, dtype, device) if native_ok else "no kernel"
                 if self.kind == "per_tensor" and why is not None:
                     raise Unfusable(f"{type(self.optimizer).__name__} is not element-wise and "
@@ -135,11 +140,13 @@ class FusedState:
 
     # -- the step -------------------------------------------------------------------
     def step(self, closure=None):
+        opt = self.optimizer
+        if all(plan.unfused for plan in self._current_plans()):
+            return self._step_fn(opt, closure)  # nothing fused: the optimizer as it is
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        opt = self.optimizer
         grad_scale = getattr(opt, "grad_scale", None)
         found_inf = getattr(opt, "found_inf", None)
         if found_inf is not None and float(found_inf.item()) != 0.0:
@@ -277,7 +284,6 @@ def fuse_optimizer(optimizer, do_flatten=True, check_flatten=True, elementwise=N
         self._bagua_fused.layout()
     optimizer.load_state_dict = load_state_dict.__get__(optimizer, cls)
     optimizer.bagua_fused_stats = lambda: dict(fused.stats)
-    optimizer._step_supports_amp_scaling = True
     return optimizer
 
 
