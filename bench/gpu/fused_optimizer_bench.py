@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
 from fused_support import Lion  # noqa: E402
 
 from bagua.torch_api.contrib import Lamb, fuse_optimizer  # noqa: E402
+from bagua.torch_api.contrib.fuse import native  # noqa: E402
 
 BYTES_PER_PARAM = {"adamw": 28, "sgd": 20, "lion": 20, "lamb": 28}
 
@@ -194,8 +195,31 @@ def bench_set(label, shapes, device, bw, slow_iters, iters, kinds):
             run_config(f"ours {kind} check_flatten={exact}", kind,
                        lambda: fuse_optimizer(torch_opt(kind, params, ""), check_flatten=exact),
                        device, fast["warmup"], fast["iters"], numel, bw, res)
+    if label == "large" and cuda:
+        sweep(params, device, fast, numel, bw, res)
     del params
     return dict(tensors=len(shapes), params=numel, configs=res)
+
+
+def sweep(params, device, fast, numel, bw, res):
+    """The kernels' tuning (native.CHUNK_ELEMS, PACK_ELEMS, LAMB_BATCH_ELEMS)
+    on the large set, to pick the defaults from."""
+    defaults = (native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS)
+    try:
+        for kind in ("adamw", "sgd"):
+            for pack, chunk in ((4, 8192), (8, 8192), (4, 32768), (8, 32768), (8, 2048)):
+                native.PACK_ELEMS, native.CHUNK_ELEMS = pack, chunk
+                run_config(f"sweep ours {kind} pack={pack} chunk={chunk}", kind,
+                           lambda: fuse_optimizer(torch_opt(kind, params, "")), device,
+                           fast["warmup"], fast["iters"], numel, bw, res)
+        native.CHUNK_ELEMS, native.PACK_ELEMS = defaults[:2]
+        for batch in (1 << 20, 4 << 20, 16 << 20, 0):
+            native.LAMB_BATCH_ELEMS = batch
+            run_config(f"sweep ours lamb batch={batch}", "lamb",
+                       lambda: fuse_optimizer(torch_opt("lamb", params, "")), device,
+                       fast["warmup"], fast["iters"], numel, bw, res)
+    finally:
+        native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS = defaults
 
 
 def ratios(entry):

@@ -28,10 +28,15 @@ size_t append(std::vector<unsigned char>& host, const std::vector<T>& v) {
 }  // namespace
 
 DeviceTensorList::DeviceTensorList(const std::vector<TensorRef>& tensors, ListTypes types,
-                                   size_t chunkElems, size_t lambBatchElems)
+                                   size_t chunkElems, size_t lambBatchElems, int packElems)
     : impl_(std::make_unique<Impl>()) {
   Impl& im = *impl_;
   im.mask = checkList("DeviceTensorList", tensors, types);
+  if (packElems != kAutoPack && packElems != 4 && packElems != 8) {
+    throw std::invalid_argument("DeviceTensorList: packElems " + std::to_string(packElems) +
+                                "; expected 0 (auto), 4 or 8");
+  }
+  im.packElems = packElems != kAutoPack ? packElems : types.param == DType::kFloat32 ? 4 : 8;
   im.types = types;
   im.tensors = tensors.size();
   std::vector<size_t> numel;

@@ -42,6 +42,7 @@ struct DeviceTensorList::Impl {
   void* memory = nullptr;
   std::vector<Batch> batches;
   size_t tensors = 0, elements = 0, blocks = 0;
+  int packElems = 4;
   ListTypes types;
   unsigned mask = 0;
 };
@@ -87,23 +88,23 @@ struct SegmentPtrs {
   }
 };
 
-constexpr int kPack = 4;  // elements per vector access
 constexpr uint32_t kNoVector = 0xffffffffu;
 
-// Elements before the first index where every used slot is aligned for a
-// pack, or kNoVector when the slots are misaligned differently.
-template <typename T>
+// Elements before the first index where p is aligned for a pack of G.
+template <int G, typename T>
 __device__ __forceinline__ uint32_t headOf(const T* p) {
-  return static_cast<uint32_t>((kPack - (reinterpret_cast<uintptr_t>(p) / sizeof(T)) % kPack) %
-                               kPack);
+  return static_cast<uint32_t>((G - (reinterpret_cast<uintptr_t>(p) / sizeof(T)) % G) % G);
 }
 
-template <typename P, typename S, typename Op>
+// The same for every used slot, or kNoVector when they are misaligned differently.
+template <int G, typename P, typename S, typename Op>
 __device__ __forceinline__ uint32_t vectorHead(const SegmentPtrs<P, S>& q) {
-  const uint32_t head = headOf(q.param);
-  bool same = !Op::kReadsGrad || headOf(q.grad) == head;
-  for (int k = 0; k < 3; ++k) same = same && (q.state[k] == nullptr || headOf(q.state[k]) == head);
-  same = same && (q.master == nullptr || headOf(q.master) == head);
+  const uint32_t head = headOf<G>(q.param);
+  bool same = !Op::kReadsGrad || headOf<G>(q.grad) == head;
+  for (int k = 0; k < 3; ++k) {
+    same = same && (q.state[k] == nullptr || headOf<G>(q.state[k]) == head);
+  }
+  same = same && (q.master == nullptr || headOf<G>(q.master) == head);
   return same ? head : kNoVector;
 }
 
@@ -177,25 +178,26 @@ __device__ __forceinline__ void elements(const SegmentPtrs<P, S>& q, uint32_t i,
   }
 }
 
-// Every element of one segment, by the whole block: packs where aligned.
-template <typename P, typename S, typename Op>
+// Every element of one segment, by the whole block: packs of G elements
+// (one or two 16-byte accesses per slot) where aligned.
+template <int G, typename P, typename S, typename Op>
 __device__ void walkSegment(const SegmentPtrs<P, S>& q, uint32_t length, const float* scale,
                             Op& op) {
-  uint32_t head = vectorHead<P, S, Op>(q);
+  uint32_t head = vectorHead<G, P, S, Op>(q);
   if (head > length) head = length;  // kNoVector too: all single elements
   for (uint32_t i = threadIdx.x; i < head; i += blockDim.x) elements<1>(q, i, scale, op);
-  const uint32_t packs = (length - head) / kPack;
+  const uint32_t packs = (length - head) / G;
   for (uint32_t k = threadIdx.x; k < packs; k += blockDim.x) {
-    elements<kPack>(q, head + k * kPack, scale, op);
+    elements<G>(q, head + k * G, scale, op);
   }
-  for (uint32_t i = head + packs * kPack + threadIdx.x; i < length; i += blockDim.x) {
+  for (uint32_t i = head + packs * G + threadIdx.x; i < length; i += blockDim.x) {
     elements<1>(q, i, scale, op);
   }
 }
 
 // Block b = firstBlock + blockIdx.x (reverse: counted from the last block of
 // the range) walks its segments.
-template <typename P, typename S, typename Op>
+template <int G, typename P, typename S, typename Op>
 __global__ void __launch_bounds__(kThreads)
     listKernel(DeviceTable t, uint32_t firstBlock, uint32_t blocks, bool reverse, Op op,
                AmpArgs amp) {
@@ -205,18 +207,24 @@ __global__ void __launch_bounds__(kThreads)
     Op local = op;
     local.begin(t, s);
     const SegmentPtrs<P, S> q(t, t.segTensor[s], t.segOffset[s]);
-    walkSegment(q, t.segLength[s], amp.gradScale, local);
+    walkSegment<G>(q, t.segLength[s], amp.gradScale, local);
     local.end(t, s);
   }
 }
 
-// Launches listKernel over blocks [firstBlock, firstBlock + blocks).
+// Launches listKernel over blocks [firstBlock, firstBlock + blocks) with
+// the list's pack size.
 template <typename P, typename S, typename Op>
 cudaError_t launchList(const DeviceTensorList::Impl& list, uint32_t firstBlock, uint32_t blocks,
                        bool reverse, const Op& op, const AmpArgs& amp, cudaStream_t stream) {
   if (blocks == 0) return cudaSuccess;
-  listKernel<P, S, Op>
-      <<<blocks, kThreads, 0, stream>>>(list.table, firstBlock, blocks, reverse, op, amp);
+  if (list.packElems == 8) {
+    listKernel<8, P, S, Op>
+        <<<blocks, kThreads, 0, stream>>>(list.table, firstBlock, blocks, reverse, op, amp);
+  } else {
+    listKernel<4, P, S, Op>
+        <<<blocks, kThreads, 0, stream>>>(list.table, firstBlock, blocks, reverse, op, amp);
+  }
   return cudaGetLastError();
 }
 

@@ -21,6 +21,10 @@ namespace bagua::kernels::optim {
 
 constexpr size_t kDefaultChunkElems = 8192;
 constexpr size_t kDefaultLambBatchElems = size_t{2} << 20;
+// Elements per vector access of a thread: 4 (one 16-byte access per fp32
+// slot) or 8 (two; one for 16-bit parameters); 0 picks 4 for float32
+// parameters and 8 for 16-bit ones.
+constexpr int kAutoPack = 0;
 
 // The device-resident table of a tensor list. Built on the current device;
 // the steps must run there. A list is used by one stream at a time (LAMB's
@@ -28,10 +32,11 @@ constexpr size_t kDefaultLambBatchElems = size_t{2} << 20;
 class DeviceTensorList {
  public:
   // Checks the list (checkList) and uploads it (synchronously). Throws
-  // std::invalid_argument for a bad list, std::runtime_error for CUDA errors.
+  // std::invalid_argument for a bad list or packElems other than 0, 4, 8,
+  // std::runtime_error for CUDA errors.
   DeviceTensorList(const std::vector<TensorRef>& tensors, ListTypes types,
                    size_t chunkElems = kDefaultChunkElems,
-                   size_t lambBatchElems = kDefaultLambBatchElems);
+                   size_t lambBatchElems = kDefaultLambBatchElems, int packElems = kAutoPack);
   ~DeviceTensorList();
   DeviceTensorList(const DeviceTensorList&) = delete;
   DeviceTensorList& operator=(const DeviceTensorList&) = delete;

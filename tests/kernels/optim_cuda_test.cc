@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "kernels/optim/optim_cpu.h"
@@ -81,11 +82,11 @@ class OptimCuda : public ::testing::Test {
   void run(ListTypes types, unsigned slots, size_t shift, int steps,
            const std::function<cudaError_t(const DeviceTensorList&, int)>& gpu,
            const std::function<void(const std::vector<TensorRef>&, int)>& cpu, OptimCase& gotOut,
-           OptimCase& wantOut) {
+           OptimCase& wantOut, int pack = kAutoPack) {
     OptimCase want = makeOptimCase(types, mixedSizes(), slots, 5 + shift);
     OptimCase got = want;
     DeviceCase device(got, shift);
-    DeviceTensorList list(device.refs(), types);
+    DeviceTensorList list(device.refs(), types, kDefaultChunkElems, kDefaultLambBatchElems, pack);
     for (int step = 1; step <= steps; ++step) {
       got.newGrads(900 + step);
       want.newGrads(900 + step);
@@ -107,7 +108,7 @@ const ListTypes kTypes[] = {{DType::kFloat32, DType::kFloat32},
 
 TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
   for (ListTypes types : kTypes) {
-    for (size_t shift : {0, 1}) {
+    for (auto [shift, pack] : {std::pair<size_t, int>{0, 4}, {0, 8}, {1, 4}, {3, 8}}) {
       const unsigned master = types.param != DType::kFloat32 ? slotBit(kMaster) : 0u;
       OptimCase got, want;
       SgdArgs sgd;
@@ -125,8 +126,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
             sgd.firstStep = step == 1;
             sgdStepCpu(r, types, sgd);
           },
-          got, want);
-      EXPECT_EQ(got.bytes, want.bytes) << "sgd, shift " << shift;
+          got, want, pack);
+      EXPECT_EQ(got.bytes, want.bytes) << "sgd, shift " << shift << ", pack " << pack;
       AdamArgs adam;
       adam.decoupled = true;
       adam.weightDecay = 0.1;
@@ -141,8 +142,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
             adam.step = step;
             adamStepCpu(r, types, adam);
           },
-          got, want);
-      EXPECT_EQ(got.bytes, want.bytes) << "adamw amsgrad, shift " << shift;
+          got, want, pack);
+      EXPECT_EQ(got.bytes, want.bytes) << "adamw amsgrad, shift " << shift << ", pack " << pack;
       AdagradArgs adagrad;
       adagrad.lrDecay = 0.01;
       run(
@@ -155,8 +156,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
             adagrad.step = step;
             adagradStepCpu(r, types, adagrad);
           },
-          got, want);
-      EXPECT_EQ(got.bytes, want.bytes) << "adagrad, shift " << shift;
+          got, want, pack);
+      EXPECT_EQ(got.bytes, want.bytes) << "adagrad, shift " << shift << ", pack " << pack;
     }
   }
 }

@@ -15,6 +15,14 @@ from .lamb import Lamb
 
 _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
+# Tuning of the CUDA lists (kernels/optim/optim_cuda.h), read when a list is
+# built: elements per thread block, LAMB's batch (its second pass finds the
+# first one's data in L2), elements per vector access (0: 4 for float32, 8
+# for 16-bit parameters). bench/gpu/fused_optimizer_bench.py sweeps them.
+CHUNK_ELEMS = 8192
+LAMB_BATCH_ELEMS = 2 << 20
+PACK_ELEMS = 0
+
 
 def _f(x):
     return float(x.item()) if isinstance(x, torch.Tensor) else float(x)
@@ -176,7 +184,9 @@ class NativeGroup:
                 torch.cuda.current_device()
         if len(self.lists) >= 4:
             self.lists.clear()
-        olist = self._C.OptimList(device, entries, _DTYPES[flat.dtype], _DTYPES[state_dtype])
+        olist = self._C.OptimList(device, entries, _DTYPES[flat.dtype], _DTYPES[state_dtype],
+                                  chunk_elems=CHUNK_ELEMS, lamb_batch_elems=LAMB_BATCH_ELEMS,
+                                  pack_elems=PACK_ELEMS)
         self.lists[ident] = olist
         return olist
 
