@@ -5,9 +5,13 @@
 # the two parameter sets with torch's implementations and the copy bandwidth
 # in the same run, then end to end. One process, about 4-6 minutes on an H100.
 #
-# Usage: WHEEL=<bagua wheel> bash bench/gpu/run_fused_gpu.sh OUT [PARTS]
+# Usage: WHEEL=<bagua wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT [PARTS]
 #   PARTS: comma list of correctness,large,small,e2e (default: all)
-# Writes OUT/env.txt, OUT/fused.json, OUT/fused.txt (the tables) and OUT/fused.log.
+#   GTEST: the kernels' GPU GoogleTest built on the CPU machine
+#          (build/tests/kernels/kernels_gpu_test; it needs only libcudart.so.13):
+#          its OptimCuda.* tests run first (GPU against the CPU reference).
+# Writes OUT/env.txt, OUT/fused.json, OUT/fused.txt (the tables), OUT/fused.log
+# and OUT/kernels_gpu_test.log.
 set -uo pipefail
 OUT=${1:?usage: WHEEL=... run_fused_gpu.sh OUT [correctness,large,small,e2e]}
 PARTS=${2:-correctness,large,small,e2e}
@@ -31,6 +35,11 @@ cat "$OUT/env.txt"
 python3 -m pip install -q --no-deps --force-reinstall "${WHEEL:?WHEEL=<path of the bagua wheel>}" \
   >"$OUT/install.log" 2>&1 || { tail -n 20 "$OUT/install.log"; exit 1; }
 python3 -c 'import bagua._C as c; print("has_nccl (CUDA kernels)", c.has_nccl())' | tee -a "$OUT/env.txt"
+
+if [ -n "${GTEST:-}" ]; then
+  timeout 120 "$GTEST" --gtest_filter='OptimCuda.*' >"$OUT/kernels_gpu_test.log" 2>&1
+  echo "kernels_gpu_test OptimCuda.* rc=$? ($(grep -E 'PASSED|FAILED' "$OUT/kernels_gpu_test.log" | tr '\n' ' '))"
+fi
 
 # Run from outside the source tree so that `import bagua` is the installed wheel.
 cd "$OUT" && timeout 570 python3 "$HERE/fused_optimizer_bench.py" --out "$OUT/fused.json" \

@@ -2,8 +2,8 @@
 // the CPU reference (suite 'gpu', skipped without a GPU): SGD, Adam/AdamW and
 // Adagrad bit for bit over mixed sizes, every dtype pair, master weights,
 // tensors starting off a 16-byte boundary (the element path) and several
-// steps; LAMB within fp32 rounding of its norms; the AMP skip on a device
-// found_inf.
+// steps; LAMB within fp32 rounding of its norms; the AMP unscale and the
+// skip on a device found_inf.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -185,6 +185,30 @@ TEST_F(OptimCuda, LambWithinRoundingOfItsNorms) {
       ASSERT_NEAR(g, w, 1e-6f * (1.0f + std::fabs(w))) << "tensor " << t << " element " << i;
     }
   }
+}
+
+// The AMP unscale in the kernel: gradients divided by the device scale and
+// written back, the CPU's bits (gradients included).
+TEST_F(OptimCuda, DeviceGradScaleUnscalesLikeTheCpu) {
+  float* scale = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void**>(&scale), sizeof(float)));
+  const float hostScale = 512.0f;
+  ASSERT_CUDA(cudaMemcpy(scale, &hostScale, sizeof(float), cudaMemcpyHostToDevice));
+  const ListTypes types{DType::kBFloat16, DType::kFloat32};
+  OptimCase got, want;
+  AdamArgs adam;
+  run(types, slotBit(kState0) | slotBit(kState1), 0, 2,
+      [&](const DeviceTensorList& l, int step) {
+        adam.step = step;
+        return adamStep(l, adam, AmpArgs{nullptr, scale}, nullptr);
+      },
+      [&](const std::vector<TensorRef>& r, int step) {
+        adam.step = step;
+        adamStepCpu(r, types, adam, AmpArgs{nullptr, &hostScale});
+      },
+      got, want);
+  cudaFree(scale);
+  EXPECT_EQ(got.bytes, want.bytes);
 }
 
 TEST_F(OptimCuda, DeviceFoundInfSkipsTheStep) {
