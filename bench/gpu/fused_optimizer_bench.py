@@ -397,9 +397,16 @@ def main():
     parts = args.parts.split(",")
     result = dict(device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                   torch=torch.__version__, scale=args.scale)
+
+    def save():  # after every part: a cut run still leaves what it measured
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+        write_table(result, os.path.splitext(args.out)[0] + ".txt", quiet=True)
+
     if "correctness" in parts:
         log("== correctness on " + str(device))
         result["correctness"] = check_correctness(device)
+        save()
     bw = copy_bandwidth(device, 4 * min(1.0, args.scale * 100))
     result["copy"] = bw
     log(f"== copy bandwidth: {bw['gbps']:.0f} GB/s (2 x bytes of a "
@@ -412,15 +419,15 @@ def main():
             result[label]["ratios"] = ratios(result[label])
             for k, v in result[label]["ratios"].items():
                 log(f"  ratio {k}: {v:.3f}")
+            save()
     if "e2e" in parts:
         log("\n== end to end (zero_grad() at torch's default)")
         result["end_to_end"] = bench_end_to_end(device, args.scale)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+    save()
     write_table(result, os.path.splitext(args.out)[0] + ".txt")
 
 
-def write_table(result, path):
+def write_table(result, path, quiet=False):
     lines = [f"device: {result['device']}, torch {result['torch']}, scale {result['scale']}"]
     if "copy" in result:
         lines.append(f"copy bandwidth: {result['copy']['gbps']:.0f} GB/s")
@@ -443,7 +450,8 @@ def write_table(result, path):
         lines.append(f"correctness {k}: {v}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    log("\n".join(lines))
+    if not quiet:
+        log("\n".join(lines))
 
 
 if __name__ == "__main__":
