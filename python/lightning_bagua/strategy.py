@@ -34,6 +34,8 @@ class BaguaStrategy(DDPStrategy):
             compatibility; the runtime always communicates flat buckets).
         bucket_mb, find_unused_parameters, broadcast_buffers, timeout_s: see
             bagua.BaguaDistributedDataParallel.
+        fused_optimizer: the optimizers of configure_optimizers step fused
+            (bagua.torch_api.contrib.fuse_optimizer; docs/fused_optimizer.md).
         **bagua_kwargs: the algorithm's options.
     """
 
@@ -43,7 +45,7 @@ class BaguaStrategy(DDPStrategy):
                  parallel_devices=None, cluster_environment=None, checkpoint_io=None,
                  precision_plugin=None, process_group_backend=None, bucket_mb=None,
                  find_unused_parameters=False, broadcast_buffers=True, timeout_s=None,
-                 **bagua_kwargs):
+                 fused_optimizer=False, **bagua_kwargs):
         # Checked here so that a wrong name or option fails now; QAdam is built
         # at setup, with the QAdamOptimizer that configure_optimizers returns.
         self._bagua_algorithm_factory = GlobalAlgorithmRegistry.get(algorithm)
@@ -61,7 +63,8 @@ class BaguaStrategy(DDPStrategy):
         self._bagua_kwargs = dict(bagua_kwargs)
         self._bagua_options = dict(bucket_cap_mb=bucket_mb,
                                    find_unused_parameters=find_unused_parameters,
-                                   broadcast_buffers=broadcast_buffers, timeout_s=timeout_s)
+                                   broadcast_buffers=broadcast_buffers, timeout_s=timeout_s,
+                                   fused_optimizer=fused_optimizer)
 
     @property
     def algorithm(self):

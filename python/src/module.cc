@@ -9,6 +9,7 @@
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
 //   build_info(), nccl_library(): what this build has, which NCCL it bound
+//   OptimList(device, tensors, ...), grad_mismatches(params, views): the fused optimizers
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
 // NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
@@ -24,6 +25,7 @@
 #include "python/src/async_binding.h"
 #include "python/src/build_info.h"
 #include "python/src/callback_store.h"
+#include "python/src/optim_binding.h"
 #include "python/src/process_group.h"
 #include "python/src/reducer_binding.h"
 #include "python/src/registry_binding.h"
@@ -141,4 +143,5 @@ NB_MODULE(_C, m) {
       .def_prop_ro("num_buckets", &bagua::python::PyReducer::numBuckets);
 
   bagua::python::bindAsync(m);
+  bagua::python::bindOptim(m);
 }

@@ -14,6 +14,9 @@ sync_bn        SyncBatchNorm equals one BatchNorm over every rank's batch
                (outputs, running statistics, input gradients).
 ddp_args       DDP's keyword arguments: device_ids=None, bucket_cap_mb,
                find_unused_parameters; device_ids naming another device fails.
+fused          with_bagua(..., fused_optimizer=True): rank 0's AdamW state is
+               broadcast, the step is fused, and training equals AdamW on the
+               average gradient of both ranks' batches (computed locally).
 """
 import argparse
 import json
@@ -76,6 +79,29 @@ def case_optimizer(rank, out):
     out["state"] = {str(k): {n: (v.tolist() if torch.is_tensor(v) else v)
                              for n, v in s.items()} for k, s in state["state"].items()}
     out["weights"] = flat(net.parameters())
+
+
+def case_fused(rank, out):
+    from bagua.torch_api.contrib import is_fused
+
+    net, ref = model(), model()
+    opt = torch.optim.AdamW(net.parameters(), lr=0.01 if rank == 0 else 0.5)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.01)
+    net.with_bagua([opt], gradient_allreduce.GradientAllReduceAlgorithm(), fused_optimizer=True)
+    out["fused"] = is_fused(opt)
+    for step in range(5):
+        opt.zero_grad()
+        x, y = batch(rank, step)
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        for r in range(2):  # the average of both ranks' gradients
+            x, y = batch(r, step)
+            (torch.nn.functional.cross_entropy(ref(x), y) / 2).backward()
+        ref_opt.step()
+    out["weights"] = flat(net.parameters())
+    out["reference"] = flat(ref.parameters())
+    out["lr"] = opt.param_groups[0]["lr"]
 
 
 def case_no_sync(rank, out):
@@ -190,15 +216,19 @@ def case_ddp_args(rank, out):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--case", required=True)
+    p.add_argument("--case", required=True, help="a case, or several separated by commas "
+                   "(then each writes OUT_<case>.rank<r>.json)")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     bagua.init_process_group()
     rank = bagua.get_rank()
-    out = {"rank": rank}
-    globals()[f"case_{args.case}"](rank, out)
-    with open(f"{args.out}.rank{rank}.json", "w") as f:
-        json.dump(out, f)
+    names = args.case.split(",")
+    for name in names:
+        out = {"rank": rank}
+        globals()[f"case_{name}"](rank, out)
+        prefix = args.out if len(names) == 1 else f"{args.out}_{name}"
+        with open(f"{prefix}.rank{rank}.json", "w") as f:
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 on 2 CPU processes by Trainer(strategy=...) (Lightning starts the second
 process itself by re-running this script). Saves a checkpoint, writes each
 rank's weights to OUT.rank<r>.json, then (with --resume) loads the
-checkpoint and trains further."""
+checkpoint and trains further. --fused: BaguaStrategy(fused_optimizer=True)."""
 import argparse
 import json
 
@@ -77,11 +77,19 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--manual", action="store_true")
+    p.add_argument("--fused", action="store_true", help="BaguaStrategy(fused_optimizer=True)")
     args = p.parse_args()
-    strategy = args.strategy
-    if strategy.startswith("bagua:"):
-        strategy = BaguaStrategy(algorithm=strategy.split(":", 1)[1])
-    trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_steps=args.steps,
+
+    def strategy():  # a strategy object serves one Trainer
+        name = args.strategy
+        if args.fused:
+            algorithm = name.split(":", 1)[1] if ":" in name else "gradient_allreduce"
+            return BaguaStrategy(algorithm=algorithm, fused_optimizer=True)
+        if name.startswith("bagua:"):
+            return BaguaStrategy(algorithm=name.split(":", 1)[1])
+        return name
+
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy(), max_steps=args.steps,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=args.out + ".root")
     model = ManualDigits() if args.manual else Digits()
@@ -96,9 +104,11 @@ def main():
     # DDP does), so after the last forward they hold each rank's last update.
     weights = torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()
     result = {"weights": weights, "accuracy": accuracy,
-              "strategy": type(trainer.strategy).__name__, "rank": trainer.global_rank}
+              "strategy": type(trainer.strategy).__name__, "rank": trainer.global_rank,
+              "fused": [getattr(o, "_bagua_fused", None) is not None
+                        for o in trainer.optimizers]}
     if args.resume:
-        trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=strategy,
+        trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=strategy(),
                              max_steps=args.steps + 10, logger=False, enable_checkpointing=False,
                              enable_progress_bar=False, enable_model_summary=False,
                              default_root_dir=args.out + ".root")

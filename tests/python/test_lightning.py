@@ -33,11 +33,16 @@ def test_lightning_trains_with_bagua(outdir, strategy):
     assert os.path.exists(prefix + ".ckpt")
 
 
-def test_checkpoint_resume(outdir):
-    run, prefix = run_lightning(outdir, "bagua", ["--resume"])
+def test_checkpoint_resume_with_fused_optimizer(outdir):
+    """BaguaStrategy(fused_optimizer=True): the optimizer steps fused, ranks
+    agree, and its checkpoint resumes (state_dict through Lightning)."""
+    run, prefix = run_lightning(outdir, "bagua", ["--resume", "--fused"])
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = load_ranks(prefix, 2)
     assert ranks[0]["resumed_step"] == 50
+    assert ranks[0]["fused"] == [True]
+    assert ranks[0]["weights"] == ranks[1]["weights"]
+    assert ranks[0]["accuracy"] > 0.8
 
 
 def test_bad_algorithm_names():

@@ -96,12 +96,24 @@ def test_state_dict_keys_and_round_trip(outdir):
         assert r["algorithm"] == "NativeAlgorithmImpl"
 
 
-def test_optimizer_state_is_broadcast_from_rank_0(outdir):
-    ranks = case(outdir, "optimizer")
+def test_optimizer_state_is_broadcast_from_rank_0_fused_or_not(outdir):
+    import torch
+
+    prefix = os.path.join(outdir, "opt")
+    run = torchrun("api_job.py", 2, ["--case", "optimizer,fused", "--out", prefix], timeout=300)
+    assert run.returncode == 0, run.stderr[-4000:]
+    ranks = load_ranks(prefix + "_optimizer", 2)
     assert ranks[0]["state"], "rank 0 should have Adam state"
     for r in ranks[1:]:
         assert r["state"] == ranks[0]["state"] and r["lr"] == ranks[0]["lr"] == 0.01
         assert r["weights"] == ranks[0]["weights"]
+    # with_bagua(..., fused_optimizer=True)
+    ranks = load_ranks(prefix + "_fused", 2)
+    for r in ranks:
+        assert r["fused"] and r["lr"] == 0.01  # rank 0's optimizer state, broadcast
+        assert r["weights"] == ranks[0]["weights"]
+        assert torch.allclose(torch.tensor(r["weights"]), torch.tensor(r["reference"]),
+                              rtol=1e-5, atol=1e-6)
 
 
 def test_no_sync_accumulates_then_communicates_once(outdir):
@@ -173,5 +185,6 @@ def test_python_signatures_match_the_registry_defaults():
 def test_contrib_names_what_is_missing():
     import bagua.torch_api as bagua
 
-    with pytest.raises(NotImplementedError, match="fused optimizer.*contrib has: SyncBatchNorm"):
-        bagua.contrib.fuse_optimizer
+    with pytest.raises(NotImplementedError, match="cached dataset.*contrib has: SyncBatchNorm"):
+        bagua.contrib.CachedDataset
+    assert callable(bagua.contrib.fuse_optimizer)

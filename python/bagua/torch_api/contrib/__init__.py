@@ -1,10 +1,12 @@
-"""bagua.torch_api.contrib: the original's extra tools. SyncBatchNorm is
-here; the fused optimizer, the cached dataset and the load-balanced sampler
-arrive with their own issues (until then a clear error names what exists)."""
+"""bagua.torch_api.contrib: the original's extra tools. SyncBatchNorm and
+the generic fused optimizer (fuse_optimizer, with the Lamb optimizer its
+native kernel serves) are here; the cached dataset and the load-balanced
+sampler arrive with their own issues (until then a clear error names what
+exists)."""
+from .fuse import Lamb, fuse_optimizer, is_fused  # noqa: F401
 from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 
 _NOT_YET = {
-    "fuse_optimizer": "the generic fused optimizer",
     "CachedDataset": "the cached dataset",
     "CacheLoader": "the cache loader",
     "LoadBalancingDistributedSampler": "the load-balanced sampler",
@@ -16,5 +18,5 @@ def __getattr__(name):
     if name in _NOT_YET:
         raise NotImplementedError(
             f"bagua.torch_api.contrib.{name} ({_NOT_YET[name]}) is not available in this "
-            "version yet; contrib has: SyncBatchNorm")
+            "version yet; contrib has: SyncBatchNorm, fuse_optimizer, Lamb")
     raise AttributeError(name)

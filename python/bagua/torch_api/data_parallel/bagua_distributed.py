@@ -2,6 +2,9 @@
 `DistributedDataParallel(...)`: not a module itself (the user's module keeps
 its state_dict keys), it
 
+- makes the optimizers fused first with fused_optimizer=True
+  (contrib.fuse_optimizer: they step on flat buffers; the buckets stay the
+  Reducer's own, so the runtime communicates what it did before);
 - broadcasts parameters, buffers and optimizer state from rank 0 of the
   process group at the start (and after an algorithm asks for a reset);
 - asks the algorithm's impl for the tensors to communicate, groups them into
@@ -43,13 +46,28 @@ def _to_cpu(obj):
     return obj
 
 
+def _fused(optimizers, algorithm, fused_optimizer):
+    """The optimizers, made fused (contrib.fuse_optimizer) when asked. QAdam's
+    algorithm communicates its optimizer's own exp_avg tensors: refused."""
+    if not fused_optimizer:
+        return optimizers
+    from ..algorithms.q_adam import QAdamAlgorithm, QAdamOptimizer
+    from ..contrib.fuse import fuse_optimizer
+
+    if isinstance(algorithm, QAdamAlgorithm) or any(isinstance(o, QAdamOptimizer)
+                                                    for o in optimizers):
+        raise ValueError("bagua: fused_optimizer=True does not combine with QAdam (its algorithm "
+                         "communicates the QAdamOptimizer's own momentum tensors)")
+    return [fuse_optimizer(o) for o in optimizers]
+
+
 class BaguaDistributedDataParallel:
     def __init__(self, module, optimizers, algorithm, process_group, bagua_module_name,
                  gradient_as_bucket_view=True, find_unused_parameters=False, bucket_bytes=None,
-                 broadcast_buffers=True, timeout_s=None):
+                 broadcast_buffers=True, timeout_s=None, fused_optimizer=False):
         self.module = module
         self.bagua_module_name = bagua_module_name
-        self.bagua_optimizers = list(optimizers or [])
+        self.bagua_optimizers = _fused(list(optimizers or []), algorithm, fused_optimizer)
         self.process_group = process_group
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.find_unused_parameters = find_unused_parameters

@@ -59,7 +59,7 @@ class DistributedDataParallel(torch.nn.Module):
                  broadcast_buffers=True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=True, optimizers=(), algorithm=None, *, timeout_s=None,
-                 **algorithm_options):
+                 fused_optimizer=False, **algorithm_options):
         super().__init__()
         if not any(p.requires_grad for p in module.parameters()):
             raise ValueError("bagua: the module has no parameter that requires a gradient")
@@ -80,7 +80,8 @@ class DistributedDataParallel(torch.nn.Module):
             gradient_as_bucket_view=gradient_as_bucket_view,
             find_unused_parameters=find_unused_parameters,
             bucket_bytes=None if bucket_cap_mb is None else int(bucket_cap_mb * 2**20),
-            broadcast_buffers=broadcast_buffers, timeout_s=timeout_s)
+            broadcast_buffers=broadcast_buffers, timeout_s=timeout_s,
+            fused_optimizer=fused_optimizer)
 
     @staticmethod
     def _check_device_arg(name, value, device):

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The fused optimizer on ONE GPU (issue 28, docs/fused_optimizer.md):
+# correctness of every path on CUDA against the unfused optimizer and of the
+# CUDA kernels against their CPU reference, then the step-time benchmark on
+# the two parameter sets with torch's implementations and the copy bandwidth
+# in the same run, then end to end. One process, estimated 3-5 minutes on an H100
+# (the bench is cut at 500 s so that the whole call fits in 10 minutes).
+#
+# Usage: WHEEL=<bagua wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT [PARTS]
+#   PARTS: comma list of correctness,large,small,e2e (default: all)
+#   GTEST: the kernels' GPU GoogleTest built on the CPU machine
+#          (build/tests/kernels/kernels_gpu_test; it needs only libcudart.so.13):
+#          its OptimCuda.* tests run first (GPU against the CPU reference).
+# Writes OUT/env.txt, OUT/fused.json, OUT/fused.txt (the tables), OUT/fused.log
+# and OUT/kernels_gpu_test.log.
+set -uo pipefail
+OUT=${1:?usage: WHEEL=... run_fused_gpu.sh OUT [correctness,large,small,e2e]}
+PARTS=${2:-correctness,large,small,e2e}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+# The pip NCCL and CUDA runtime torch loads (the binding links both).
+NVIDIA=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))')/nvidia
+NCCL_LIB=$(dirname "$(find "$NVIDIA" -name 'libnccl.so.2' | head -n 1)")
+CUDART_LIB=$(dirname "$(find "$NVIDIA" -name 'libcudart.so.13*' | head -n 1)")
+export LD_LIBRARY_PATH=$NCCL_LIB:$CUDART_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --format=csv,noheader
+  echo "cpus: $(nproc)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+python3 -m pip install -q --no-deps --force-reinstall "${WHEEL:?WHEEL=<path of the bagua wheel>}" \
+  >"$OUT/install.log" 2>&1 || { tail -n 20 "$OUT/install.log"; exit 1; }
+python3 -c 'import bagua._C as c; print("has_nccl (CUDA kernels)", c.has_nccl())' | tee -a "$OUT/env.txt"
+
+if [ -n "${GTEST:-}" ]; then
+  timeout 60 "$GTEST" --gtest_filter='OptimCuda.*' >"$OUT/kernels_gpu_test.log" 2>&1
+  echo "kernels_gpu_test OptimCuda.* rc=$? ($(grep -E 'PASSED|FAILED' "$OUT/kernels_gpu_test.log" | tr '\n' ' '))"
+fi
+
+# Run from outside the source tree so that `import bagua` is the installed wheel.
+cd "$OUT" && timeout 500 python3 "$HERE/fused_optimizer_bench.py" --out "$OUT/fused.json" \
+  --parts "$PARTS" 2>&1 | tee "$OUT/fused.log"
+echo "rc=${PIPESTATUS[0]}"

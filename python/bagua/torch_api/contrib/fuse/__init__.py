@@ -1,0 +1,3 @@
+"""bagua.torch_api.contrib.fuse: the generic fused optimizer (see optimizer.py)."""
+from .lamb import Lamb  # noqa: F401
+from .optimizer import fuse_optimizer, is_fused  # noqa: F401

@@ -1,0 +1,333 @@
+"""FlatGroup: the parameters of one param group that share a dtype and a
+device, laid end to end into one parameter buffer, one gradient buffer and
+one buffer per tensor state (exp_avg, momentum_buffer...). Each parameter's
+.data, .grad and state become views of those buffers, so the user's model
+and optimizer.state keep working; scalar state (a 0-dim step tensor) lives
+in a buffer of one element per parameter, viewed the same way.
+
+Every step first checks that this still holds (check(), relay()):
+- a gradient that is not the view (zero_grad(set_to_none=True) then
+  backward, or an assignment) is copied into the buffer and the view put
+  back; a None gradient makes that parameter skip the step, as in torch;
+- a parameter whose .data was replaced (same shape, dtype and device) is
+  copied in and re-pointed; anything else rebuilds the layout.
+With exact checks (check_flatten=True) every parameter is looked at every
+step: gradients by identity (a C loop), data pointers by torch's C++
+helper. Without (check_flatten=False) a step looks at the use counts of the
+two storages only and checks every parameter when one changed; a
+replacement that coincides with new long-lived views of the same storage
+within one step goes unseen there.
+"""
+import weakref
+
+import torch
+
+from .runs import Run, is_param_shaped, scalar_key
+
+# Parameter buffers of every live flat group, by storage address: parameters
+# viewing one of them were laid out by a fused optimizer (this one or an
+# earlier one over the same model) and may be laid out again.
+_BUFFERS = weakref.WeakValueDictionary()
+
+
+class Rebuild(Exception):
+    """The layout no longer fits the parameters (new shape, dtype, device)."""
+
+
+class Unfusable(Exception):
+    """State the flat layout cannot hold (the reason is the message)."""
+
+
+def _use_count(t):
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+_ptrs_equal = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+
+
+def dense_strides(t):
+    """t's strides when its elements fill its storage span without gaps or
+    overlap (contiguous, channels_last...), else the contiguous ones."""
+    dims = sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d]))
+    expect = 1
+    for d in dims:
+        if t.shape[d] != 1 and t.stride(d) != expect:
+            return torch.empty(t.shape, device="meta").stride()
+        expect *= t.shape[d]
+    return t.stride()
+
+
+def check_own_storage(params):
+    """Refuses parameters that share their storage with other tensors (views
+    of a larger tensor, as FSDP's): moving them would break the aliasing.
+    Views of a fused optimizer's own parameter buffer are fine."""
+    for i, p in enumerate(params):
+        storage = p.untyped_storage()
+        if storage.data_ptr() in _BUFFERS:
+            continue
+        if storage.nbytes() != p.numel() * p.element_size():
+            raise Unfusable(f"parameter {i} (shape {tuple(p.shape)}) is a view into a storage "
+                            f"of {storage.nbytes()} bytes shared with other tensors; moving it "
+                            "would break that aliasing")
+
+
+class FlatGroup:
+    def __init__(self, params, state, exact, stats):
+        from .... import _C
+
+        self._C = _C
+        self.params = list(params)
+        self.exact = exact
+        self.stats = stats
+        p0 = self.params[0]
+        self.dtype, self.device = p0.dtype, p0.device
+        self.shapes = [p.shape for p in self.params]
+        self.strides = [dense_strides(p) for p in self.params]
+        numels = [p.numel() for p in self.params]
+        self.bounds = [0]
+        for n in numels:
+            self.bounds.append(self.bounds[-1] + n)
+        self.total = self.bounds[-1]
+        with torch.no_grad():
+            self.P = torch.empty(self.total, dtype=self.dtype, device=self.device)
+            self.G = torch.zeros_like(self.P)
+            self.param_views = self._views(self.P)
+            torch._foreach_copy_(self.param_views, [p.detach() for p in self.params])
+        _BUFFERS[self.P.untyped_storage().data_ptr()] = self.P
+        for p, v in zip(self.params, self.param_views):
+            p.data = v
+        self.data_ptrs = [v.data_ptr() for v in self.param_views]
+        self.indices = list(range(len(self.params)))
+        # Exact checks compare each .grad with its view by identity; the
+        # use-count checks must not hold the views (a dropped gradient would
+        # not lower the count), so they compare data pointers.
+        self.grad_views = self._views(self.G) if exact else None
+        self.grad_ptrs = [self.G.data_ptr() + a * self.G.element_size() for a in self.bounds[:-1]]
+        self._repoint_grads(self.indices, initial=True)
+        self.tensor_bufs = {}
+        self.scalar_bufs = {}
+        self.runs = self._adopt(state)
+        self._baseline()
+
+    # -- layout -----------------------------------------------------------------
+    def _views(self, flat):
+        """Each parameter's region of `flat`, with the parameter's shape and
+        (dense) strides: an element-wise update sees the same order everywhere."""
+        return [v.as_strided(s, st) for v, s, st in zip(flat.split(
+            [b - a for a, b in zip(self.bounds, self.bounds[1:])]), self.shapes, self.strides)]
+
+    def view_of(self, buf, i):
+        return buf[self.bounds[i]:self.bounds[i + 1]].as_strided(self.shapes[i], self.strides[i])
+
+    def _is_view(self, i, g):
+        if self.exact:
+            return g is self.grad_views[i]
+        return (g.data_ptr() == self.grad_ptrs[i] and g.shape == self.shapes[i] and
+                g.stride() == self.strides[i])
+
+    def _repoint_grads(self, indices, initial=False):
+        """Gradients of `indices` that are tensors but not the views: copied
+        into the gradient buffer, the view put back."""
+        src, who = [], []
+        for i in indices:
+            g = self.params[i].grad
+            if g is None or self._is_view(i, g):
+                continue
+            if g.is_sparse:
+                raise ValueError(
+                    f"bagua fuse_optimizer: parameter {i} of a fused group (shape "
+                    f"{tuple(self.shapes[i])}) has a sparse gradient; flat buffers hold dense "
+                    "gradients only (use the unfused optimizer for sparse gradients)")
+            src.append(g)
+            who.append(i)
+        if not src:
+            return
+        views = ([self.grad_views[i] for i in who] if self.exact
+                 else [self.view_of(self.G, i) for i in who])
+        with torch.no_grad():
+            torch._foreach_copy_(views, src)
+        for i, v in zip(who, views):
+            self.params[i].grad = v
+        if not initial:
+            self.stats["grads_relaid"] += len(who)
+
+    def _adopt(self, state):
+        """Lays the optimizer's existing state of these parameters into buffers
+        (views replace the values in `state`) and cuts the runs."""
+        per = [state[p] if p in state else {} for p in self.params]
+        kinds = {}
+        for i, st in enumerate(per):
+            for k, v in st.items():
+                kind = self._kind(i, k, v)
+                seen = kinds.setdefault(k, kind)
+                if seen != kind:
+                    raise Unfusable(f"state {k!r} is {seen} for some parameters and {kind} for "
+                                    "others")
+        with torch.no_grad():
+            for k, kind in kinds.items():
+                holders = [i for i, st in enumerate(per) if k in st]
+                if kind[0] == "tensor":
+                    buf = torch.zeros(self.total, dtype=kind[1], device=self.device)
+                    views = [self.view_of(buf, i) for i in holders]
+                    torch._foreach_copy_(views, [per[i][k] for i in holders])
+                    for i, v in zip(holders, views):
+                        per[i][k] = v
+                    self.tensor_bufs[k] = buf
+                elif kind[0] == "scalar":
+                    first = per[holders[0]][k]
+                    buf = torch.zeros(len(self.params), dtype=first.dtype, device=first.device)
+                    buf[holders] = torch.stack([per[i][k] for i in holders])
+                    for i in holders:
+                        per[i][k] = buf[i]
+                    self.scalar_bufs[k] = buf
+        runs, start = [], 0
+        sigs = [tuple(sorted(((k, "t") if kinds[k][0] == "tensor" else (k, scalar_key(v)))
+                             for k, v in st.items())) for st in per]
+        for i in range(1, len(per) + 1):
+            if i == len(per) or sigs[i] != sigs[start]:
+                runs.append(Run(self, start, i, self._run_state(per[start], start, i)))
+                start = i
+        return runs
+
+    def _kind(self, i, k, v):
+        if isinstance(v, torch.Tensor):
+            if v.is_sparse:
+                raise Unfusable(f"state {k!r} is a sparse tensor")
+            if v.shape == self.shapes[i] and v.device == self.device:
+                return ("tensor", v.dtype)
+            if v.dim() == 0:
+                return ("scalar", v.dtype, v.device)
+            raise Unfusable(f"state {k!r} has shape {tuple(v.shape)} for a parameter of shape "
+                            f"{tuple(self.shapes[i])} (not element-wise)")
+        if v is None or isinstance(v, (bool, int, float)):
+            return ("value",)
+        raise Unfusable(f"state {k!r} holds a {type(v).__name__}")
+
+    def _run_state(self, st, a, b):
+        lo, hi = self.bounds[a], self.bounds[b]
+        out = {}
+        for k, v in st.items():
+            if k in self.tensor_bufs:
+                out[k] = self.tensor_bufs[k][lo:hi]
+            elif isinstance(v, torch.Tensor):
+                out[k] = v.clone()
+            else:
+                out[k] = v
+        return out
+
+    def _baseline(self):
+        # A None gradient can become a new tensor (backward) without changing
+        # a count: the counts speak for the gradients only when all are views.
+        self.all_viewed = all(p.grad is not None for p in self.params)
+        if not self.exact:
+            self.counts = (_use_count(self.P), _use_count(self.G))
+
+    # -- every step ---------------------------------------------------------------
+    def check(self, state):
+        """Repairs what changed since the last step; returns the indices of
+        parameters without a gradient (they skip this step)."""
+        if (not self.exact and self.all_viewed and
+                (_use_count(self.P), _use_count(self.G)) == self.counts):
+            return ()
+        if _ptrs_equal is None or not _ptrs_equal(self.params, self.data_ptrs, self.indices):
+            self._repoint_data(state)
+        if self.exact:
+            odd = self._C.grad_mismatches(self.params, self.grad_views)
+        else:
+            odd = self.indices
+        self._repoint_grads(odd)
+        missing = [i for i in odd if self.params[i].grad is None]
+        if not self.exact:
+            self._baseline()
+        return missing
+
+    def _repoint_data(self, state):
+        for i, p in enumerate(self.params):
+            if p.data_ptr() == self.data_ptrs[i]:
+                continue
+            if p.shape != self.shapes[i] or p.dtype != self.dtype or p.device != self.device:
+                raise Rebuild(f"parameter {i} is now {p.dtype} {tuple(p.shape)} on {p.device}")
+            with torch.no_grad():
+                self.param_views[i].copy_(p.data)
+            p.data = self.param_views[i]
+            self.stats["params_relaid"] += 1
+
+    def active_runs(self, missing):
+        """Runs to step: runs holding a parameter without a gradient are cut
+        around it, and the pieces without gradients sit this step out."""
+        if missing:
+            cuts = set()
+            for i in missing:
+                cuts.update((i, i + 1))
+            runs = []
+            for run in self.runs:
+                for c in sorted(x for x in cuts if run.start < x < run.stop):
+                    head, run = run.split(self, c)
+                    runs.append(head)
+                runs.append(run)
+            self.runs = runs
+        skip = set(missing)
+        return [r for r in self.runs if not (r.start in skip)]
+
+    def after_step(self, run, state):
+        """Writes the run's state back into the buffers and the parameters'
+        own state (new keys on its first step get buffers and views)."""
+        for k, v in list(run.state.items()):
+            if is_param_shaped(v, run.numel):
+                self._tensor_back(run, state, k, v)
+            elif isinstance(v, torch.Tensor):
+                self._scalar_back(run, state, k, v)
+            elif k not in run.values or run.values[k] is not v:
+                run.values[k] = v
+                for p in self.params[run.start:run.stop]:
+                    state[p][k] = v
+
+    def _tensor_back(self, run, state, k, v):
+        buf = self.tensor_bufs.get(k)
+        if buf is None:
+            if run.lo == 0 and run.hi == self.total and v.is_contiguous():
+                buf = v.detach().view(-1)  # the optimizer's own flat tensor becomes the buffer
+            else:
+                buf = torch.zeros(self.total, dtype=v.dtype, device=v.device)
+            self.tensor_bufs[k] = buf
+        view = buf[run.lo:run.hi]
+        if v is not view and v.data_ptr() != view.data_ptr():
+            with torch.no_grad():
+                view.copy_(v.view(-1))  # the optimizer replaced it: back into the buffer
+        if v is not view:
+            run.state[k] = view
+        if k not in run.synced:
+            for i in range(run.start, run.stop):
+                state[self.params[i]][k] = self.view_of(buf, i)
+            run.synced.add(k)
+
+    def _scalar_back(self, run, state, k, v):
+        buf = self.scalar_bufs.get(k)
+        if buf is None or buf.dtype != v.dtype or buf.device != v.device:
+            buf = torch.zeros(len(self.params), dtype=v.dtype, device=v.device)
+            self.scalar_bufs[k] = buf
+            for r in self.runs:
+                r.synced.discard(k)
+        with torch.no_grad():
+            buf[run.start:run.stop].copy_(v.detach().expand(run.stop - run.start))
+        if k not in run.synced:
+            for i in range(run.start, run.stop):
+                state[self.params[i]][k] = buf[i]
+            run.synced.add(k)
+
+    def merge_runs(self):
+        """Adjacent runs whose state became equal again step as one."""
+        if len(self.runs) < 2:
+            return
+        merged = [self.runs[0]]
+        for run in self.runs[1:]:
+            last = merged[-1]
+            if last.signature() == run.signature() and last.host_step == run.host_step:
+                keep = Run(self, last.start, run.stop, self._run_state(last.state, last.start,
+                                                                      run.stop))
+                keep.host_step = last.host_step
+                keep.synced = last.synced & run.synced
+                merged[-1] = keep
+            else:
+                merged.append(run)
+        self.runs = merged
