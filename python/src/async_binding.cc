@@ -10,36 +10,16 @@
 #include "runtime/algorithms/async_model_average.h"
 #include "runtime/common/error.h"
 
-#if BAGUA_PYTHON_HAVE_NCCL
-#include "runtime/ops/cuda_step_ops.h"
-#endif
-
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace bagua::python {
 namespace {
 
-StepOpsFactory stepOpsFor(Device device) {
-#if BAGUA_PYTHON_HAVE_NCCL
-  if (device == Device::kCuda) {
-    return [](uintptr_t stream) { return cudaStepOps(reinterpret_cast<cudaStream_t>(stream)); };
-  }
-#endif
-  (void)device;
-  return [](uintptr_t) { return cpuStepOps(); };
-}
-
-using Tensors = std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>;
-
 // Builds the averager in place (it owns a thread and a mutex: never moved).
-void construct(AsyncModelAverage* self, ProcessGroup& group, const Tensors& tensors,
+void construct(AsyncModelAverage* self, ProcessGroup& group, const TensorTuples& tensors,
                double intervalMs, double timeoutS) {
-  std::vector<TensorSpec> specs;
-  for (const auto& [name, ptr, numel, dtype] : tensors) {
-    specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
-                               group.comm()->device()});
-  }
+  std::vector<TensorSpec> specs = tensorSpecs(tensors, group.comm()->device());
   AsyncModelAverage::Options o;
   BAGUA_ENFORCE(intervalMs > 0, "async: sync_interval_ms must be positive, got " +
                                     std::to_string(intervalMs));

@@ -46,9 +46,11 @@ class NativeAlgorithmImpl(AlgorithmImpl):
 def native_class(name):
     """The class users construct for registry algorithm `name` (the one at
     the original's import path where there is one)."""
-    from . import async_model_average, bytegrad, decentralized, gradient_allreduce, q_adam
+    from . import (async_model_average, bytegrad, decentralized, diloco, gradient_allreduce,
+                   local_sgd, q_adam)
 
-    for module in (gradient_allreduce, bytegrad, decentralized, q_adam, async_model_average):
+    for module in (gradient_allreduce, bytegrad, decentralized, q_adam, async_model_average,
+                   local_sgd, diloco):
         for value in vars(module).values():
             if isinstance(value, type) and getattr(value, "registry_name", None) == name \
                     and issubclass(value, Algorithm):
