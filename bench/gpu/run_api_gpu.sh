@@ -14,12 +14,17 @@
 #   weights  algorithms_bench.py with issue 21's configurations, 10 Gbit/s and no limit
 #   soak     bench/gpu/async_soak.py, 4 ranks, SOAK_S seconds (default 540) of async
 #            training with abort/resume every 3 s, NCCL's default protocols
+#   diloco   algorithms_bench.py with issue 30's configurations (no communication,
+#            gradient allreduce, ByteGrad, DiLoCo H=50 streaming + overlap + fp4, local SGD
+#            H=50, torch's post-local SGD H=50), 4 ranks, at 1, 10 Gbit/s and no limit;
+#            DILOCO_ROUNDS (default 2) interleaved rounds each; then the summary table
+#            (bench/gpu/diloco_summary.py) with the targets' ratios
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
 # The wheel is installed with pip --no-deps into the machine's Python (torch's);
 # NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -150,6 +155,23 @@ print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
         --out "$OUT/soak.json"
       tail -n 3 "$OUT/soak.log"
       cat "$OUT/soak.json"; echo
+      ;;
+    diloco)
+      R=nocomm_sgd,ga_sgd,bytegrad_sgd,diloco_sgd,local_sgd_sgd,torch_plsgd_sgd
+      for limit in 1000 10000 0; do
+        label=diloco_${limit}
+        envs=()
+        [ "$limit" != 0 ] && envs=(BAGUA_NET_RATE_LIMIT_MBPS=$limit)
+        slow=3
+        [ "$limit" = 10000 ] && slow=10
+        [ "$limit" = 0 ] && slow=20
+        ranks "$label" 4 300 "${envs[@]}" -- "$HERE/algorithms_bench.py" --configs $R \
+          --rounds "${DILOCO_ROUNDS:-2}" --warmup 2 --slow-steps $slow --long-steps 200 \
+          --out "$OUT/$label.json"
+        grep "steps/s" "$OUT/$label.log" | tail -n 12
+      done
+      python3 "$HERE/diloco_summary.py" "$OUT"/diloco_1000.json "$OUT"/diloco_10000.json \
+        "$OUT"/diloco_0.json | tee "$OUT/diloco_summary.md"
       ;;
     *) echo "unknown step $step" ;;
   esac

@@ -174,10 +174,14 @@ class LocalStepsImpl(NativeAlgorithmImpl):
         return f"{prefix}_bagua_{self.name}.{name}"
 
     def _install_state_hooks(self, ddp):
+        # Plain functions: torch marks the hooks it is given (bound methods take no attributes).
         module = ddp.module
-        ddp._hooks.append(module.register_state_dict_post_hook(self._save_hook))
-        ddp._hooks.append(module.register_load_state_dict_pre_hook(self._load_pre_hook))
-        ddp._hooks.append(module.register_load_state_dict_post_hook(self._load_post_hook))
+        ddp._hooks.append(module.register_state_dict_post_hook(
+            lambda *args: self._save_hook(*args)))
+        ddp._hooks.append(module.register_load_state_dict_pre_hook(
+            lambda *args: self._load_pre_hook(*args)))
+        ddp._hooks.append(module.register_load_state_dict_post_hook(
+            lambda *args: self._load_post_hook(*args)))
 
     def _save_hook(self, module, state_dict, prefix, local_metadata):
         state = {"train_steps": torch.tensor(self._ddp.bagua_train_step_counter)}

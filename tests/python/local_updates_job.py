@@ -1,0 +1,248 @@
+"""Worker for test_local_updates.py (torchrun, CPU, Gloo): local SGD and
+DiLoCo against pure torch.distributed references of the same math written
+here, their schedules and checkpoints. Runs the cases named by --cases in
+one process (one launch for all: the CI budget) and writes OUT.rank<r>.json
+with what each case measured; the test applies the tolerances.
+
+local_sgd_vs_allreduce   LocalSGDAlgorithm(sync_every=1) + SGD against SGD
+                         on gradients averaged by dist.all_reduce.
+diloco_vs_averaging      DiLoCoAlgorithm(sync_every=1, outer_lr=1,
+                         outer_momentum=0, overlap=False) + AdamW against
+                         AdamW steps followed by averaging the parameters.
+diloco_vs_reference      fragments=2, sync_every=4, overlap (tau=2), Nesterov
+                         outer momentum, SGD-momentum inner steps, against a
+                         reference: per fragment x0 and a torch.optim.SGD
+                         outer optimizer, D = x0 - x averaged by all_reduce,
+                         the update x += x0_new - x_sent applied tau steps
+                         later. Also: start points bit-identical across ranks
+                         after every step, each fragment's start point
+                         changes at its scheduled steps only.
+checkpoint               fp4, fragments=2, tau=2, AdamW: 12 steps straight
+                         against 7 steps, state_dict + optimizer state saved
+                         (an update in flight), a fresh model loading them,
+                         5 more steps.
+bad_fragments            fragments larger than the number of tensors.
+"""
+import argparse
+import io
+import json
+
+import torch
+import torch.distributed as dist
+
+import bagua.torch_api as bagua
+from bagua.torch_api.algorithms import diloco, local_sgd
+
+
+def model(seed=5):
+    torch.manual_seed(seed)
+    # Four equal Linear layers: with fragments=2 the first two (w0 b0 w1 b1)
+    # are fragment 0 and the last two fragment 1 (equal element counts).
+    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 8),
+                               torch.nn.Tanh(), torch.nn.Linear(8, 8), torch.nn.Tanh(),
+                               torch.nn.Linear(8, 8))
+
+
+def loss_of(net, rank, step):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    x, y = torch.randn(12, 8, generator=g), torch.randn(12, 8, generator=g)
+    return torch.nn.functional.mse_loss(net(x), y)
+
+
+def flat(tensors):
+    return torch.cat([t.detach().reshape(-1) for t in tensors])
+
+
+def gather(t):
+    out = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, t.contiguous())
+    return out
+
+
+def average_(tensors):
+    for t in tensors:
+        dist.all_reduce(t)
+        t /= dist.get_world_size()
+
+
+def case_local_sgd_vs_allreduce(rank, out, steps=6):
+    net, ref = model(), model()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    net.with_bagua([opt], local_sgd.LocalSGDAlgorithm(sync_every=1))
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    worst = 0.0
+    for step in range(steps):
+        opt.zero_grad()
+        loss_of(net, rank, step).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        loss_of(ref, rank, step).backward()
+        average_([p.grad for p in ref.parameters()])
+        ref_opt.step()
+        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
+    out["local_sgd_max_diff"] = worst
+    out["local_sgd_syncs"] = net.bagua_algorithm.syncs
+    out["local_sgd_weights"] = flat(net.parameters()).tolist()
+    net.bagua_ddp.close()
+
+
+def case_diloco_vs_averaging(rank, out, steps=6):
+    net, ref = model(), model()
+    opt = torch.optim.AdamW(net.parameters(), lr=0.01)
+    net.with_bagua([opt], diloco.DiLoCoAlgorithm(sync_every=1, outer_lr=1.0, outer_momentum=0.0,
+                                                 overlap=False))
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.01)
+    worst = 0.0
+    for step in range(steps):
+        opt.zero_grad()
+        loss_of(net, rank, step).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        loss_of(ref, rank, step).backward()
+        ref_opt.step()
+        with torch.no_grad():
+            average_([p.data for p in ref.parameters()])
+        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
+    out["averaging_max_diff"] = worst
+    out["averaging_weights"] = flat(net.parameters()).tolist()
+    net.bagua_ddp.close()
+
+
+class ReferenceDiLoCo:
+    """DiLoCo of docs/algorithms.md in plain torch: fragments [0:4) and
+    [4:8) of the parameter list, fragment f syncs after local steps
+    (f+1)H/F + kH, its update lands tau steps later."""
+
+    def __init__(self, params, h, fragments, tau, lr, momentum):
+        self.params = list(params)
+        per = len(self.params) // fragments
+        self.fragments = [self.params[f * per:(f + 1) * per] for f in range(fragments)]
+        self.x0 = [[p.detach().clone() for p in frag] for frag in self.fragments]
+        self.outer = [torch.optim.SGD(x0, lr=lr, momentum=momentum, nesterov=True)
+                      for x0 in self.x0]
+        self.h, self.tau, self.step = h, tau, 0
+        self.pending = {}  # fragment -> (due step, x_sent)
+
+    def after_step(self):
+        self.step += 1
+        for f, (due, sent) in list(self.pending.items()):
+            if due == self.step:
+                with torch.no_grad():
+                    for p, x0, s in zip(self.fragments[f], self.x0[f], sent):
+                        p += x0 - s
+                del self.pending[f]
+        for f in range(len(self.fragments)):
+            first = (f + 1) * self.h // len(self.fragments)
+            if self.step < first or (self.step - first) % self.h:
+                continue
+            sent = [p.detach().clone() for p in self.fragments[f]]
+            deltas = [x0 - p.detach() for x0, p in zip(self.x0[f], self.fragments[f])]
+            average_(deltas)
+            for x0, d in zip(self.x0[f], deltas):
+                x0.grad = d
+            self.outer[f].step()
+            self.pending[f] = (self.step + self.tau, sent)
+
+
+def case_diloco_vs_reference(rank, out, steps=13, h=4, tau=2):
+    net, ref = model(), model()
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.5)
+    algorithm = diloco.DiLoCoAlgorithm(sync_every=h, outer_lr=0.7, outer_momentum=0.9,
+                                       fragments=2, overlap=True, overlap_steps=tau)
+    net.with_bagua([opt], algorithm)
+    impl = net.bagua_algorithm
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.5)
+    reference = ReferenceDiLoCo(ref.parameters(), h, 2, tau, 0.7, 0.9)
+    worst, worst_x0, identical = 0.0, 0.0, True
+    previous = [x.clone() for x in impl.start_point()]
+    changed_at, logged = {0: [], 1: []}, []
+    for step in range(steps):
+        opt.zero_grad()
+        loss_of(net, rank, step).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        loss_of(ref, rank, step).backward()
+        ref_opt.step()
+        reference.after_step()
+        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
+        x0 = impl.start_point()
+        for f, (now, before) in enumerate(zip(x0, previous)):
+            if not torch.equal(now, before):
+                changed_at[f].append(step + 1)
+            identical = identical and all(torch.equal(o, now) for o in gather(now))
+            worst_x0 = max(worst_x0, float((now - flat(reference.x0[f])).abs().max()))
+        previous = [x.clone() for x in x0]
+        logged.append(impl.sync_steps())
+    out.update(reference_max_diff=worst, reference_max_x0_diff=worst_x0,
+               start_points_identical=identical, x0_changed_at=changed_at, sync_log=logged,
+               bytes_per_step=impl.bytes_per_step, local_steps=impl.local_steps)
+    net.bagua_ddp.close()
+
+
+def train(net, opt, rank, steps):
+    for step in steps:
+        opt.zero_grad()
+        loss_of(net, rank, step).backward()
+        opt.step()
+
+
+def fresh_diloco():
+    net = model()
+    opt = torch.optim.AdamW(net.parameters(), lr=0.01)
+    net.with_bagua([opt], diloco.DiLoCoAlgorithm(sync_every=4, fragments=2, overlap_steps=2,
+                                                 compression="fp4"))
+    return net, opt
+
+
+def case_checkpoint(rank, out):
+    straight, opt = fresh_diloco()
+    train(straight, opt, rank, range(12))
+    want = flat(straight.parameters())
+    straight.bagua_ddp.close()
+
+    first, opt = fresh_diloco()
+    train(first, opt, rank, range(7))  # after step 7: fragment 0 sent at 6, due at 8
+    buf = io.BytesIO()
+    torch.save({"model": first.state_dict(), "opt": opt.state_dict()}, buf)
+    keys = sorted(k for k in first.state_dict() if k.startswith("_bagua_diloco."))
+    first.bagua_ddp.close()
+    buf.seek(0)
+    saved = torch.load(buf)
+    second, opt = fresh_diloco()
+    second.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["opt"])
+    train(second, opt, rank, range(7, 12))
+    out.update(checkpoint_max_diff=float((flat(second.parameters()) - want).abs().max()),
+               checkpoint_keys=keys, checkpoint_due=saved["model"]["_bagua_diloco.due"].tolist())
+    # A plain torch model takes the weights once the runtime's entries are dropped.
+    plain = model()
+    plain.load_state_dict({k: v for k, v in saved["model"].items() if not k.startswith("_bagua")})
+    second.bagua_ddp.close()
+
+
+def case_bad_fragments(rank, out):
+    net = model()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    try:
+        net.with_bagua([opt], diloco.DiLoCoAlgorithm(sync_every=20, fragments=9))
+        out["bad_fragments_error"] = ""
+    except ValueError as e:
+        out["bad_fragments_error"] = str(e)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--cases", required=True)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    bagua.init_process_group()
+    rank = bagua.get_rank()
+    out = {"rank": rank}
+    for case in args.cases.split(","):
+        globals()[f"case_{case}"](rank, out)
+    with open(f"{args.out}.rank{rank}.json", "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main()
