@@ -1,8 +1,9 @@
 // The arithmetic of MinMaxUInt4 (minmax_uint4.h), written once for the CPU
 // reference (g++) and the CUDA kernels (nvcc). Every step is one IEEE fp32
 // operation rounded to nearest even; the CPU library is built with
-// -ffp-contract=off and the GPU side uses __fmul_rn/__fadd_rn, which nvcc
-// never contracts into an FMA, so both give the same bits.
+// -ffp-contract=off and the GPU side uses __fmul_rn/__fadd_rn (MinMaxUInt8's
+// minmax::mulRn/addRn), which nvcc never contracts into an FMA, so both give
+// the same bits.
 #pragma once
 
 #include <cstddef>
@@ -14,22 +15,6 @@
 namespace bagua::kernels::uint4 {
 
 constexpr float kLevels = 15.0f;
-
-BAGUA_HD float mulRn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-BAGUA_HD float addRn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
 
 // The canonical quiet NaN (0x7fffffff), as the rest of kernels/ writes it.
 BAGUA_HD float nanHd() {
@@ -76,7 +61,7 @@ BAGUA_HD uint8_t encode(float x, Range r) {
   const float range = r.mx - r.mn;
   if (!(range > 0.0f)) return 0;  // constant block
   const float s = kLevels / range;
-  float q = minmax::rintEven(mulRn(x - r.mn, s));
+  float q = minmax::rintEven(minmax::mulRn(x - r.mn, s));
   q = q < 0.0f ? 0.0f : q;
   q = q > kLevels ? kLevels : q;
   return static_cast<uint8_t>(q);
@@ -86,7 +71,7 @@ BAGUA_HD uint8_t encode(float x, Range r) {
 BAGUA_HD float decode(uint8_t q, Range r) {
   if (!minmax::isFiniteHd(r.mn)) return r.mn;  // NaN block
   const float step = (r.mx - r.mn) / kLevels;
-  return addRn(r.mn, mulRn(static_cast<float>(q), step));
+  return minmax::addRn(r.mn, minmax::mulRn(static_cast<float>(q), step));
 }
 
 }  // namespace bagua::kernels::uint4

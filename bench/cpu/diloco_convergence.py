@@ -47,7 +47,7 @@ def corpus(max_bytes):
         read += 1
         if len(text) >= max_bytes:
             break
-    data = torch.frombuffer(bytes(text[:max_bytes]), dtype=torch.uint8).long()
+    data = torch.frombuffer(bytearray(text[:max_bytes]), dtype=torch.uint8).long()
     cut = int(len(data) * 0.9)
     return data[:cut], data[cut:], read
 
@@ -62,8 +62,8 @@ class CharLM(torch.nn.Module):
         self.blocks = torch.nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
         self.norm = torch.nn.LayerNorm(width)
         self.head = torch.nn.Linear(width, 256)
-        self.register_buffer("mask", torch.nn.Transformer.generate_square_subsequent_mask(context),
-                             persistent=False)
+        # Not a buffer: the engine would broadcast it before every forward.
+        self.mask = torch.nn.Transformer.generate_square_subsequent_mask(context)
 
     def forward(self, x):
         h = self.embed(x) + self.position[:x.shape[1]]
@@ -92,6 +92,11 @@ def run(config, seed, train, val, args, rank, world):
     torch.manual_seed(seed)
     net = CharLM(args.context, args.width, args.layers, args.heads)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
+    # Linear warm-up over the first 5% of the steps, then cosine decay to 10%.
+    warm = max(1, args.steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * (
+        0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, max(0, s - warm) / (args.steps - warm)))))
+        if args.cosine else 1.0)
     if config == "gradient_allreduce":
         algorithm = gradient_allreduce.GradientAllReduceAlgorithm()
     else:
@@ -99,8 +104,10 @@ def run(config, seed, train, val, args, rank, world):
         algorithm = diloco.DiLoCoAlgorithm(sync_every=args.sync_every, outer_lr=args.outer_lr,
                                            outer_momentum=0.9, nesterov=True,
                                            fragments=args.fragments if streaming else 1,
-                                           overlap=streaming, compression=args.compression)
+                                           overlap=streaming, compression=args.compression,
+                                           warmup_steps=args.diloco_warmup)
     net.with_bagua([opt], algorithm)
+    sent_before = net.bagua_ddp.bytes_sent  # after the initial broadcast
     g = torch.Generator().manual_seed(1000 * seed + rank)
     start = time.time()
     for step in range(args.steps):
@@ -108,8 +115,9 @@ def run(config, seed, train, val, args, rank, world):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(x).flatten(0, 1), y.flatten()).backward()
         opt.step()
+        schedule.step()
     seconds = time.time() - start
-    bytes_per_step = net.bagua_ddp.bytes_sent / args.steps
+    bytes_per_step = (net.bagua_ddp.bytes_sent - sent_before) / args.steps
     net.bagua_ddp.close()
     with torch.no_grad():  # the ranks' average (identical ranks: themselves)
         for p in net.parameters():
@@ -120,9 +128,9 @@ def run(config, seed, train, val, args, rank, world):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--configs", default="gradient_allreduce,diloco")
+    p.add_argument("--configs", default="gradient_allreduce,diloco,diloco_streaming")
     p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch", type=int, default=16, help="sequences per rank per step")
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--width", type=int, default=64)
@@ -133,6 +141,9 @@ def main():
     p.add_argument("--outer-lr", type=float, default=0.7)
     p.add_argument("--fragments", type=int, default=2)
     p.add_argument("--compression", default="fp4")
+    p.add_argument("--cosine", type=int, default=0, help="1: inner lr warm-up then cosine decay")
+    p.add_argument("--diloco-warmup", type=int, default=0,
+                   help="DiLoCo's warmup_steps (gradient allreduce first)")
     p.add_argument("--corpus-bytes", type=int, default=4 << 20)
     p.add_argument("--val-batches", type=int, default=40)
     p.add_argument("--out", required=True)

@@ -16,9 +16,9 @@ NAMES = {
     "nocomm_sgd": "no communication",
     "ga_sgd": "bagua gradient_allreduce",
     "bytegrad_sgd": "bagua bytegrad",
-    "diloco_sgd": "bagua diloco (H=50, streaming, overlap, fp4)",
-    "local_sgd_sgd": "bagua local_sgd (H=50)",
-    "torch_plsgd_sgd": "torch PostLocalSGDOptimizer + PeriodicModelAverager (H=50)",
+    "diloco_sgd": "bagua diloco (H={h}, {f} fragments, overlap, {c})",
+    "local_sgd_sgd": "bagua local_sgd (H={h})",
+    "torch_plsgd_sgd": "torch PostLocalSGDOptimizer + PeriodicModelAverager (H={h})",
 }
 TARGETS = [  # (what, numerator, denominator, field, bound, at least?)
     ("diloco / no communication, steps/s", "diloco_sgd", "nocomm_sgd", "steps", 0.9, True),
@@ -50,14 +50,15 @@ def main(paths):
             result = json.load(f)
         rows = summarize(result)
         args = result.get("args", {})
-        print(f"\n### {link(result)} ({result['world']} ranks, {len(next(iter(result['steps_per_s'].values())))} rounds, "
-              f"H={args.get('diloco_sync_every')}, fragments={args.get('diloco_fragments')}, "
-              f"compression={args.get('diloco_compression')})\n")
+        rounds = len(next(iter(result["steps_per_s"].values())))
+        names = {k: v.format(h=args.get("diloco_sync_every"), f=args.get("diloco_fragments"),
+                             c=args.get("diloco_compression")) for k, v in NAMES.items()}
+        print(f"\n### {link(result)} ({result['world']} ranks, {rounds} rounds)\n")
         print("| configuration | steps/s (median, range) | MB sent per rank per step |")
         print("|---|---|---|")
         for name, row in rows.items():
-            print(f"| {NAMES.get(name, name)} | {row['steps']:.2f} ({row['lo']:.2f}-{row['hi']:.2f})"
-                  f" | {row['bytes'] / 1e6:.3f} |")
+            print(f"| {names.get(name, name)} | {row['steps']:.2f} "
+                  f"({row['lo']:.2f}-{row['hi']:.2f}) | {row['bytes'] / 1e6:.3f} |")
         print("\n| target | measured | bound | met |")
         print("|---|---|---|---|")
         for what, a, b, field, bound, at_least in TARGETS:

@@ -14,7 +14,9 @@
 #   weights  algorithms_bench.py with issue 21's configurations, 10 Gbit/s and no limit
 #   soak     bench/gpu/async_soak.py, 4 ranks, SOAK_S seconds (default 540) of async
 #            training with abort/resume every 3 s, NCCL's default protocols
-#   diloco   algorithms_bench.py with issue 30's configurations (no communication,
+#   diloco   tests/python/local_updates_job.py --device cuda (2 ranks: local SGD and DiLoCo
+#            against their references, identical start points, exact checkpoint restart);
+#            then algorithms_bench.py with issue 30's configurations (no communication,
 #            gradient allreduce, ByteGrad, DiLoCo H=50 streaming + overlap + fp4, local SGD
 #            H=50, torch's post-local SGD H=50), 4 ranks, at 1, 10 Gbit/s and no limit;
 #            DILOCO_ROUNDS (default 2) interleaved rounds each; then the summary table
@@ -157,6 +159,18 @@ print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
       cat "$OUT/soak.json"; echo
       ;;
     diloco)
+      # Correctness on CUDA first: local SGD and DiLoCo against their torch references,
+      # start points identical on every rank, checkpoint restart exact (2 ranks, NCCL).
+      ranks diloco_check 2 180 -- "$ROOT/tests/python/local_updates_job.py" --device cuda \
+        --cases local_sgd_vs_allreduce,diloco_vs_averaging,diloco_vs_reference,checkpoint \
+        --out "$OUT/diloco_check"
+      python3 -c "
+import json
+for r in range(2):
+    d = json.load(open('$OUT/diloco_check.rank%d.json' % r))
+    print('diloco_check rank', r, {k: d[k] for k in ('local_sgd_max_diff', 'averaging_max_diff',
+          'reference_max_diff', 'reference_max_x0_diff', 'start_points_identical',
+          'x0_changed_at', 'checkpoint_max_diff')})"
       R=nocomm_sgd,ga_sgd,bytegrad_sgd,diloco_sgd,local_sgd_sgd,torch_plsgd_sgd
       for limit in 1000 10000 0; do
         label=diloco_${limit}

@@ -22,6 +22,11 @@ checkpoint               fp4, fragments=2, tau=2, AdamW: 12 steps straight
                          (an update in flight), a fresh model loading them,
                          5 more steps.
 bad_fragments            fragments larger than the number of tensors.
+
+--device cuda runs the same on GPUs (NCCL; run_api_gpu.sh's `diloco` step):
+the runtime's communication is flushed before each of the reference's
+torch.distributed collectives, so two NCCL communicators never have
+kernels in flight at once (docs/algorithms.md, async).
 """
 import argparse
 import io
@@ -34,23 +39,35 @@ import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import diloco, local_sgd
 
 
+DEVICE = torch.device("cpu")
+
+
 def model(seed=5):
     torch.manual_seed(seed)
     # Four equal Linear layers: with fragments=2 the first two (w0 b0 w1 b1)
     # are fragment 0 and the last two fragment 1 (equal element counts).
     return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 8),
                                torch.nn.Tanh(), torch.nn.Linear(8, 8), torch.nn.Tanh(),
-                               torch.nn.Linear(8, 8))
+                               torch.nn.Linear(8, 8)).to(DEVICE)
 
 
 def loss_of(net, rank, step):
     g = torch.Generator().manual_seed(1000 * step + rank)
     x, y = torch.randn(12, 8, generator=g), torch.randn(12, 8, generator=g)
-    return torch.nn.functional.mse_loss(net(x), y)
+    return torch.nn.functional.mse_loss(net(x.to(DEVICE)), y.to(DEVICE))
+
+
+def settle(net):
+    """GPU: nothing of the runtime in flight before torch's own collectives."""
+    if DEVICE.type == "cuda":
+        flush = getattr(net.bagua_algorithm.runtime, "flush", None)  # DiLoCo's; local SGD waits
+        if flush is not None:
+            flush()
+        torch.cuda.synchronize()
 
 
 def flat(tensors):
-    return torch.cat([t.detach().reshape(-1) for t in tensors])
+    return torch.cat([t.detach().reshape(-1).cpu() for t in tensors])
 
 
 def gather(t):
@@ -65,46 +82,50 @@ def average_(tensors):
         t /= dist.get_world_size()
 
 
-def case_local_sgd_vs_allreduce(rank, out, steps=6):
+def against_reference(rank, algorithm, make_opt, sync_reference, steps=6):
+    """The largest difference between a model trained under `algorithm` and
+    a reference trained with `sync_reference(ref)` (its communication) after
+    each backward; and the final weights."""
     net, ref = model(), model()
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    net.with_bagua([opt], local_sgd.LocalSGDAlgorithm(sync_every=1))
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt = make_opt(net.parameters())
+    net.with_bagua([opt], algorithm)
+    ref_opt = make_opt(ref.parameters())
     worst = 0.0
     for step in range(steps):
         opt.zero_grad()
         loss_of(net, rank, step).backward()
         opt.step()
+        settle(net)
         ref_opt.zero_grad()
         loss_of(ref, rank, step).backward()
+        sync_reference(ref, ref_opt)
+        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
+    return net, worst
+
+
+def case_local_sgd_vs_allreduce(rank, out):
+    def allreduce_then_step(ref, ref_opt):
         average_([p.grad for p in ref.parameters()])
         ref_opt.step()
-        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
-    out["local_sgd_max_diff"] = worst
-    out["local_sgd_syncs"] = net.bagua_algorithm.syncs
-    out["local_sgd_weights"] = flat(net.parameters()).tolist()
+
+    net, worst = against_reference(rank, local_sgd.LocalSGDAlgorithm(sync_every=1),
+                                   lambda p: torch.optim.SGD(p, lr=0.1), allreduce_then_step)
+    out.update(local_sgd_max_diff=worst, local_sgd_syncs=net.bagua_algorithm.syncs,
+               local_sgd_weights=flat(net.parameters()).tolist())
     net.bagua_ddp.close()
 
 
-def case_diloco_vs_averaging(rank, out, steps=6):
-    net, ref = model(), model()
-    opt = torch.optim.AdamW(net.parameters(), lr=0.01)
-    net.with_bagua([opt], diloco.DiLoCoAlgorithm(sync_every=1, outer_lr=1.0, outer_momentum=0.0,
-                                                 overlap=False))
-    ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.01)
-    worst = 0.0
-    for step in range(steps):
-        opt.zero_grad()
-        loss_of(net, rank, step).backward()
-        opt.step()
-        ref_opt.zero_grad()
-        loss_of(ref, rank, step).backward()
+def case_diloco_vs_averaging(rank, out):
+    def step_then_average(ref, ref_opt):
         ref_opt.step()
         with torch.no_grad():
             average_([p.data for p in ref.parameters()])
-        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
-    out["averaging_max_diff"] = worst
-    out["averaging_weights"] = flat(net.parameters()).tolist()
+
+    algorithm = diloco.DiLoCoAlgorithm(sync_every=1, outer_lr=1.0, outer_momentum=0.0,
+                                       overlap=False)
+    net, worst = against_reference(rank, algorithm, lambda p: torch.optim.AdamW(p, lr=0.01),
+                                   step_then_average)
+    out.update(averaging_max_diff=worst, averaging_weights=flat(net.parameters()).tolist())
     net.bagua_ddp.close()
 
 
@@ -160,6 +181,7 @@ def case_diloco_vs_reference(rank, out, steps=13, h=4, tau=2):
         opt.zero_grad()
         loss_of(net, rank, step).backward()
         opt.step()
+        settle(net)
         ref_opt.zero_grad()
         loss_of(ref, rank, step).backward()
         ref_opt.step()
@@ -170,7 +192,7 @@ def case_diloco_vs_reference(rank, out, steps=13, h=4, tau=2):
             if not torch.equal(now, before):
                 changed_at[f].append(step + 1)
             identical = identical and all(torch.equal(o, now) for o in gather(now))
-            worst_x0 = max(worst_x0, float((now - flat(reference.x0[f])).abs().max()))
+            worst_x0 = max(worst_x0, float((now.cpu() - flat(reference.x0[f])).abs().max()))
         previous = [x.clone() for x in x0]
         logged.append(impl.sync_steps())
     out.update(reference_max_diff=worst, reference_max_x0_diff=worst_x0,
@@ -234,7 +256,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--cases", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cpu")
     args = p.parse_args()
+    if args.device == "cuda":
+        global DEVICE
+        DEVICE = torch.device("cuda", bagua.get_local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(DEVICE)
     bagua.init_process_group()
     rank = bagua.get_rank()
     out = {"rank": rank}

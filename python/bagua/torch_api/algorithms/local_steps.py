@@ -25,7 +25,6 @@ local_sgd.h, diloco.h).
 """
 import torch
 
-from ..tensor import BaguaTensor
 from .base import AlgorithmImpl
 from .native import NativeAlgorithmImpl
 
@@ -96,20 +95,14 @@ class LocalStepsImpl(NativeAlgorithmImpl):
             self._install_state_hooks(bagua_ddp)
         if self._warming_up():
             return AlgorithmImpl.init_tensors(self, bagua_ddp)
-        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None)
-                   for n, p in bagua_ddp.bagua_build_params()]
-        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
-        return tensors
+        return self.weight_tensors(bagua_ddp.bagua_build_params())
 
     def make_backend(self, bagua_ddp, buckets):
-        from ..data_parallel.native_backend import NativeBackend
-
         tensors = [t for bucket in buckets for t in bucket.tensors]
         if self._backend is not None and hasattr(self._backend, "close"):
             self._backend.close()
         if self._warming_up():
-            self._backend = NativeBackend(bagua_ddp, "gradient_allreduce",
-                                          {"hierarchical": False, "average": True}, tensors)
+            self._backend = self.warmup_backend(bagua_ddp, tensors)
             return self._backend
         bagua_ddp._sync_stream()  # the runtime copies the weights on its own stream
         self._bytes_at_switch = bagua_ddp.bytes_sent

@@ -36,6 +36,24 @@ class NativeAlgorithmImpl(AlgorithmImpl):
         self.name = name
         self.options = dict(options)
 
+    def weight_tensors(self, params):
+        """The parameters themselves (not their gradients) as the tensors to
+        communicate: algorithms on the weights."""
+        from ..tensor import BaguaTensor
+
+        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None) for n, p in params]
+        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
+        return tensors
+
+    @staticmethod
+    def warmup_backend(bagua_ddp, tensors):
+        """Flat gradient allreduce (mean) in the Reducer: the warm-up of the
+        algorithms that switch to their own communication afterwards."""
+        from ..data_parallel.native_backend import NativeBackend
+
+        return NativeBackend(bagua_ddp, "gradient_allreduce",
+                             {"hierarchical": False, "average": True}, tensors)
+
     def make_backend(self, bagua_ddp, buckets):
         from ..data_parallel.native_backend import NativeBackend
 
