@@ -21,10 +21,9 @@ namespace bagua::python {
 namespace {
 
 void constructLocalSgd(LocalSgd* self, ProcessGroup& group, const TensorTuples& tensors,
-                       int64_t syncEvery, size_t bucketBytes, double timeoutS) {
+                       int64_t syncEvery, double timeoutS) {
   LocalSgd::Options o;
   o.syncEvery = syncEvery;
-  o.bucketBytes = bucketBytes;
   o.timeout = timeoutFromSeconds(timeoutS);
   const Device device = group.comm()->device();
   new (self)
@@ -54,7 +53,7 @@ void bindLocalUpdates(nb::module_& m) {
   const auto release = nb::call_guard<nb::gil_scoped_release>();
   nb::class_<LocalSgd>(m, "LocalSGD")
       .def("__init__", &constructLocalSgd, "group"_a, "tensors"_a, "sync_every"_a,
-           "bucket_bytes"_a = 10u << 20, "timeout_s"_a = 300.0, release,
+           "timeout_s"_a = 300.0, release,
            "Averages `tensors` (name, data pointer, numel, dtype) exactly every sync_every "
            "local steps over `group`; every rank the same tensors.")
       .def("after_step", &LocalSgd::afterStep, "stream"_a = 0, release,

@@ -1,6 +1,8 @@
 // LocalSgd: every H-th local step, an exact average of the weights.
 #include "runtime/algorithms/local_sgd.h"
 
+#include <cstdint>
+
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/common/error.h"
 
@@ -10,7 +12,7 @@ LocalSgd::LocalSgd(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps
                    std::vector<TensorSpec> weights, StepOpsFactory stepOps, Options options)
     : comm_(std::move(comm)),
       ops_(std::move(ops)),
-      weights_(std::move(weights), 1, options.bucketBytes, 1, "local_sgd"),
+      weights_(std::move(weights), 1, SIZE_MAX / 2, 1, "local_sgd"),
       stepOps_(std::move(stepOps)),
       options_(options) {
   BAGUA_ENFORCE(options_.syncEvery >= 1, "local_sgd: sync_every must be at least 1, got " +

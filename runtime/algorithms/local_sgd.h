@@ -7,10 +7,12 @@
 //
 // afterStep() runs on the training thread after the optimizer step. On a
 // sync step it orders the communicator after the work already on the
-// training's stream, copies the weights into flat buckets, averages them,
-// copies the averages back, and blocks until that is done (the next step
-// must start from the average); other steps only count. Bytes sent per sync
-// and rank: a ring allreduce of the weights, 2 (n-1)/n x model bytes.
+// training's stream, copies the weights into one flat buffer per dtype (one
+// allreduce for the whole model, as PyTorch's averager: NCCL pipelines one
+// large operation best), averages it, copies the average back, and blocks
+// until that is done (the next step must start from the average); other
+// steps only count. Bytes sent per sync and rank: a ring allreduce of the
+// weights, 2 (n-1)/n x model bytes.
 #pragma once
 
 #include <chrono>
@@ -30,7 +32,6 @@ class LocalSgd {
  public:
   struct Options {
     int64_t syncEvery = 16;
-    size_t bucketBytes = 10u << 20;
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   };
 

@@ -23,7 +23,7 @@ class LocalSGDAlgorithmImpl(LocalStepsImpl):
         from ... import _C
 
         return _C.LocalSGD(ddp.backend(), specs, sync_every=self.sync_every,
-                           bucket_bytes=ddp.bucket_bytes, timeout_s=ddp.timeout_s)
+                           timeout_s=ddp.timeout_s)
 
     @property
     def syncs(self):
