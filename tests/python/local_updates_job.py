@@ -37,6 +37,7 @@ import torch.distributed as dist
 
 import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import diloco, local_sgd
+from job_device import job_device
 
 
 DEVICE = torch.device("cpu")
@@ -83,9 +84,9 @@ def average_(tensors):
 
 
 def against_reference(rank, algorithm, make_opt, sync_reference, steps=6):
-    """The largest difference between a model trained under `algorithm` and
-    a reference trained with `sync_reference(ref)` (its communication) after
-    each backward; and the final weights."""
+    """The model trained under `algorithm`, and the largest difference from
+    a reference whose optimizer step and communication are
+    `sync_reference(net, ref, ref_opt)`, called after each backward."""
     net, ref = model(), model()
     opt = make_opt(net.parameters())
     net.with_bagua([opt], algorithm)
@@ -98,13 +99,13 @@ def against_reference(rank, algorithm, make_opt, sync_reference, steps=6):
         settle(net)
         ref_opt.zero_grad()
         loss_of(ref, rank, step).backward()
-        sync_reference(ref, ref_opt)
+        sync_reference(net, ref, ref_opt)
         worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
     return net, worst
 
 
 def case_local_sgd_vs_allreduce(rank, out):
-    def allreduce_then_step(ref, ref_opt):
+    def allreduce_then_step(net, ref, ref_opt):
         average_([p.grad for p in ref.parameters()])
         ref_opt.step()
 
@@ -116,7 +117,7 @@ def case_local_sgd_vs_allreduce(rank, out):
 
 
 def case_diloco_vs_averaging(rank, out):
-    def step_then_average(ref, ref_opt):
+    def step_then_average(net, ref, ref_opt):
         ref_opt.step()
         with torch.no_grad():
             average_([p.data for p in ref.parameters()])
@@ -166,38 +167,37 @@ class ReferenceDiLoCo:
 
 
 def case_diloco_vs_reference(rank, out, steps=13, h=4, tau=2):
-    net, ref = model(), model()
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.5)
     algorithm = diloco.DiLoCoAlgorithm(sync_every=h, outer_lr=0.7, outer_momentum=0.9,
                                        fragments=2, overlap=True, overlap_steps=tau)
-    net.with_bagua([opt], algorithm)
-    impl = net.bagua_algorithm
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.5)
-    reference = ReferenceDiLoCo(ref.parameters(), h, 2, tau, 0.7, 0.9)
-    worst, worst_x0, identical = 0.0, 0.0, True
-    previous = [x.clone() for x in impl.start_point()]
-    changed_at, logged = {0: [], 1: []}, []
-    for step in range(steps):
-        opt.zero_grad()
-        loss_of(net, rank, step).backward()
-        opt.step()
-        settle(net)
-        ref_opt.zero_grad()
-        loss_of(ref, rank, step).backward()
+    seen = dict(worst_x0=0.0, identical=True, changed_at={0: [], 1: []}, log=[])
+
+    def reference_step(net, ref, ref_opt):
+        impl = net.bagua_algorithm
+        if "reference" not in seen:  # ref has not stepped yet: the initial start points
+            seen["reference"] = ReferenceDiLoCo(ref.parameters(), h, 2, tau, 0.7, 0.9)
+            seen["previous"] = [torch.cat([t.reshape(-1) for t in x0])
+                                for x0 in seen["reference"].x0]
         ref_opt.step()
-        reference.after_step()
-        worst = max(worst, float((flat(net.parameters()) - flat(ref.parameters())).abs().max()))
+        seen["reference"].after_step()
+        step = len(seen["log"]) + 1
         x0 = impl.start_point()
-        for f, (now, before) in enumerate(zip(x0, previous)):
+        for f, (now, before) in enumerate(zip(x0, seen["previous"])):
             if not torch.equal(now, before):
-                changed_at[f].append(step + 1)
-            identical = identical and all(torch.equal(o, now) for o in gather(now))
-            worst_x0 = max(worst_x0, float((now.cpu() - flat(reference.x0[f])).abs().max()))
-        previous = [x.clone() for x in x0]
-        logged.append(impl.sync_steps())
-    out.update(reference_max_diff=worst, reference_max_x0_diff=worst_x0,
-               start_points_identical=identical, x0_changed_at=changed_at, sync_log=logged,
-               bytes_per_step=impl.bytes_per_step, local_steps=impl.local_steps)
+                seen["changed_at"][f].append(step)
+            seen["identical"] &= all(torch.equal(o, now) for o in gather(now))
+            seen["worst_x0"] = max(seen["worst_x0"], float(
+                (now.cpu() - flat(seen["reference"].x0[f])).abs().max()))
+        seen["previous"] = [x.clone() for x in x0]
+        seen["log"].append(impl.sync_steps())
+
+    net, worst = against_reference(
+        rank, algorithm, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.5), reference_step,
+        steps=steps)
+    impl = net.bagua_algorithm
+    out.update(reference_max_diff=worst, reference_max_x0_diff=seen["worst_x0"],
+               start_points_identical=seen["identical"], x0_changed_at=seen["changed_at"],
+               sync_log=seen["log"], bytes_per_step=impl.bytes_per_step,
+               local_steps=impl.local_steps)
     net.bagua_ddp.close()
 
 
@@ -258,10 +258,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cpu")
     args = p.parse_args()
-    if args.device == "cuda":
-        global DEVICE
-        DEVICE = torch.device("cuda", bagua.get_local_rank() % torch.cuda.device_count())
-        torch.cuda.set_device(DEVICE)
+    global DEVICE
+    DEVICE = job_device(args.device)
     bagua.init_process_group()
     rank = bagua.get_rank()
     out = {"rank": rank}
