@@ -17,13 +17,29 @@ Configurations (--configs, comma separated):
   lpd_sgd                         bagua low_precision_decentralized, SGD
   async_sgd                       bagua async model average (--async-interval-ms), SGD
   nocomm_sgd                      no communication at all (each rank alone), SGD
+  diloco_sgd                      bagua DiLoCo (issue 30): --diloco-sync-every (50),
+                                  --diloco-fragments (3: one per layer), overlap
+                                  (--diloco-overlap-steps, 0: automatic), --diloco-compression
+                                  (fp4); SGD inner steps
+  local_sgd_sgd                   bagua local_sgd, sync_every = --diloco-sync-every, SGD
+  torch_plsgd_sgd                 PyTorch's post-local SGD: PostLocalSGDOptimizer with
+                                  PeriodicModelAverager(period = --diloco-sync-every) on
+                                  torch's NCCL group (the same plugin and rate limit)
 Bagua's algorithms run with hierarchical=False: on one GPU the "nodes" are
 NCCL_HOSTID hosts that torchrun's environment does not know about.
 
 Run (one GPU, ranks as hosts, under MPS; shared/BENCHMARKING.md):
   torchrun --standalone --nproc_per_node 4 --no-python bench/gpu/hostid_exec.sh \\
     python3 bench/gpu/algorithms_bench.py --out RESULT.json
-Rank 0 writes RESULT.json: per configuration the steps/s of every round.
+Rank 0 writes RESULT.json: per configuration the steps/s of every round
+and the bytes each rank sent per step: counted by the runtime for Bagua's
+algorithms (the engine's communicator: runtime/comm/counting_communicator.h),
+from the same formulas for torch's (ring allreduce of the gradients per
+step for DDP, of the weights per average for post-local SGD), 0 without
+communication. --slow-steps times the configurations a 1 Gbit/s link
+makes take seconds per step (ddp*, ga*, bytegrad*), --long-steps the ones
+that communicate every --diloco-sync-every steps (a multiple of it, so every
+window holds the same number of syncs).
 """
 import argparse
 import json
@@ -41,6 +57,9 @@ from bagua.torch_api.algorithms import Algorithm, q_adam
 ALL = ("ddp_sgd,ddp_bf16_sgd,ga_sgd,bytegrad_sgd,dec_shift_one_sgd,dec_all_sgd,"
        "ddp_adam,ddp_bf16_adam,ga_adam,qadam")
 WEIGHTS = "ga_sgd,dec_shift_one_sgd,lpd_sgd,async_sgd,nocomm_sgd"  # issue 21's comparison
+RARE = "nocomm_sgd,ga_sgd,bytegrad_sgd,diloco_sgd,local_sgd_sgd,torch_plsgd_sgd"  # issue 30
+LONG = ("async_sgd", "nocomm_sgd", "diloco_sgd", "local_sgd_sgd", "torch_plsgd_sgd")
+SLOW = ("ddp", "ga", "bytegrad")
 
 
 def build_model(width, layers, device):
@@ -64,6 +83,12 @@ def wrap(name, model, device, args):
         torch.optim.SGD(model.parameters(), lr=1e-3)
     if name == "nocomm_sgd":
         return model, opt, args.warmup
+    if name == "torch_plsgd_sgd":
+        from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+        from torch.distributed.optim import PostLocalSGDOptimizer
+
+        averager = PeriodicModelAverager(period=args.diloco_sync_every, warmup_steps=0)
+        return model, PostLocalSGDOptimizer(opt, averager), args.warmup
     if name.startswith("ddp"):
         wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
         if "bf16" in name:
@@ -79,6 +104,13 @@ def wrap(name, model, device, args):
                                    peer_selection_mode="all" if "all" in name else "shift_one")
     elif kind == "lpd":
         algorithm = Algorithm.init("low_precision_decentralized", hierarchical=False)
+    elif kind == "diloco":
+        algorithm = Algorithm.init("diloco", sync_every=args.diloco_sync_every,
+                                   fragments=args.diloco_fragments,
+                                   overlap_steps=args.diloco_overlap_steps,
+                                   compression=args.diloco_compression)
+    elif kind == "local":
+        algorithm = Algorithm.init("local_sgd", sync_every=args.diloco_sync_every)
     else:
         algorithm = Algorithm.init("async", sync_interval_ms=args.async_interval_ms)
     model.with_bagua([opt], algorithm)
@@ -107,8 +139,10 @@ def run_config(name, args, device, data):
     sync()
     averages = lambda: getattr(engine.bagua_algorithm, "averages", 0) if engine else 0  # noqa
     averages_before = averages()
+    sent_before = engine.bytes_sent if engine is not None else plsgd_step(opt)
     start = time.perf_counter()
-    timed = args.long_steps if name in ("async_sgd", "nocomm_sgd") else args.steps
+    timed = args.long_steps if name in LONG else \
+        args.slow_steps if name.split("_")[0] in SLOW else args.steps
     for i in range(timed):
         loss = step(i)
     sync()
@@ -116,6 +150,10 @@ def run_config(name, args, device, data):
     averaged = averages() - averages_before
     if background:
         engine.bagua_algorithm.abort()  # before any other collective
+    runtime = getattr(engine.bagua_algorithm, "runtime", None) if engine is not None else None
+    if runtime is not None and hasattr(runtime, "flush"):
+        runtime.flush()  # DiLoCo: nothing in flight on its NCCL stream during torch's collectives
+    sent = bytes_per_step(name, model, engine, opt, sent_before, timed, dist.get_world_size())
     rate = torch.tensor([timed / seconds], device=device)
     dist.all_reduce(rate, op=dist.ReduceOp.MIN)  # the job moves at its slowest rank
     finite = bool(torch.isfinite(loss).item())
@@ -124,19 +162,47 @@ def run_config(name, args, device, data):
     del called, model, opt
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return float(rate.item()), finite, averaged / seconds
+    return float(rate.item()), finite, averaged / seconds, sent
+
+
+def plsgd_step(opt):
+    """The step count of a PostLocalSGDOptimizer's averager (0 for others)."""
+    averager = getattr(opt, "averager", None)
+    return averager.step if averager is not None else 0
+
+
+def bytes_per_step(name, model, engine, opt, before, steps, n):
+    """Bytes one rank sent per timed step (see the module's docstring)."""
+    if engine is not None:
+        return (engine.bytes_sent - before) / steps
+    ring = 2 * (n - 1) / n * sum(p.numel() * p.element_size() for p in model.parameters())
+    if name.startswith("ddp"):
+        return ring / (2 if "bf16" in name else 1)
+    if name == "torch_plsgd_sgd":
+        period = opt.averager.period
+        averages = sum(1 for s in range(before, opt.averager.step) if s % period == 0)
+        return ring * averages / steps
+    return 0.0
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--configs", default=ALL, help=f"default: all of issue 20; {WEIGHTS!r} for 21")
+    p.add_argument("--configs", default=ALL, help=f"default: all of issue 20; {WEIGHTS!r} for "
+                   f"21, {RARE!r} for 30")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--qadam-warmup", type=int, default=4)
     p.add_argument("--async-interval-ms", type=int, default=100)
     p.add_argument("--long-steps", type=int, default=600,
-                   help="timed steps of async_sgd and nocomm_sgd (seconds of averaging rounds)")
+                   help="timed steps of async, nocomm, diloco, local SGD and torch's post-local "
+                        "SGD (seconds of averaging rounds; a multiple of --diloco-sync-every)")
+    p.add_argument("--slow-steps", type=int, default=20,
+                   help="timed steps of ddp*, ga* and bytegrad* (fewer on a 1 Gbit/s link)")
+    p.add_argument("--diloco-sync-every", type=int, default=50)
+    p.add_argument("--diloco-fragments", type=int, default=3)
+    p.add_argument("--diloco-overlap-steps", type=int, default=0, help="0: automatic")
+    p.add_argument("--diloco-compression", default="fp4")
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--batch", type=int, default=256)
@@ -156,20 +222,24 @@ def main():
     names = args.configs.split(",")
     results = {n: [] for n in names}
     averages_per_s = {n: [] for n in names}
+    sent_per_step = {n: [] for n in names}
     finite = {n: True for n in names}
     for r in range(args.rounds):
         order = names if r % 2 == 0 else list(reversed(names))
         for name in order:
-            rate, ok, avg_rate = run_config(name, args, device, data)
+            rate, ok, avg_rate, sent = run_config(name, args, device, data)
             results[name].append(rate)
             averages_per_s[name].append(avg_rate)
+            sent_per_step[name].append(sent)
             finite[name] = finite[name] and ok
             if rank == 0:
                 extra = f" ({avg_rate:.1f} averages/s)" if avg_rate else ""
-                print(f"round {r} {name}: {rate:.2f} steps/s{extra}", flush=True)
+                print(f"round {r} {name}: {rate:.2f} steps/s, {sent / 1e6:.3f} MB sent per "
+                      f"rank per step{extra}", flush=True)
     if rank == 0:
         with open(args.out, "w") as f:
             json.dump({"steps_per_s": results, "averages_per_s": averages_per_s,
+                       "bytes_per_step": sent_per_step,
                        "finite_loss": finite, "world": dist.get_world_size(),
                        "rate_limit_mbps": os.environ.get("BAGUA_NET_RATE_LIMIT_MBPS", ""),
                        "args": vars(args)}, f, indent=1)

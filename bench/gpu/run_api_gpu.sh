@@ -14,6 +14,13 @@
 #   weights  algorithms_bench.py with issue 21's configurations, 10 Gbit/s and no limit
 #   soak     bench/gpu/async_soak.py, 4 ranks, SOAK_S seconds (default 540) of async
 #            training with abort/resume every 3 s, NCCL's default protocols
+#   diloco   tests/python/local_updates_job.py --device cuda (2 ranks: local SGD and DiLoCo
+#            against their references, identical start points, exact checkpoint restart);
+#            then algorithms_bench.py with issue 30's configurations (no communication,
+#            gradient allreduce, ByteGrad, DiLoCo H=50 streaming + overlap + fp4, local SGD
+#            H=50, torch's post-local SGD H=50), 4 ranks, at 1, 10 Gbit/s and no limit;
+#            DILOCO_ROUNDS (default 2) interleaved rounds each; then the summary table
+#            (bench/gpu/diloco_summary.py) with the targets' ratios
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
 # The wheel is installed with pip --no-deps into the machine's Python (torch's),
@@ -21,7 +28,7 @@
 # loads; the plugin is the one inside the wheel; `python -m bagua.info` (with
 # its one-rank NCCL check of the plugin) goes into env.txt.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -148,6 +155,35 @@ print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
         --out "$OUT/soak.json"
       tail -n 3 "$OUT/soak.log"
       cat "$OUT/soak.json"; echo
+      ;;
+    diloco)
+      # Correctness on CUDA first: local SGD and DiLoCo against their torch references,
+      # start points identical on every rank, checkpoint restart exact (2 ranks, NCCL).
+      ranks diloco_check 2 180 -- "$ROOT/tests/python/local_updates_job.py" --device cuda \
+        --cases local_sgd_vs_allreduce,diloco_vs_averaging,diloco_vs_reference,checkpoint \
+        --out "$OUT/diloco_check"
+      python3 -c "
+import json
+for r in range(2):
+    d = json.load(open('$OUT/diloco_check.rank%d.json' % r))
+    print('diloco_check rank', r, {k: d[k] for k in ('local_sgd_max_diff', 'averaging_max_diff',
+          'reference_max_diff', 'reference_max_x0_diff', 'start_points_identical',
+          'x0_changed_at', 'checkpoint_max_diff')})"
+      R=nocomm_sgd,ga_sgd,bytegrad_sgd,diloco_sgd,local_sgd_sgd,torch_plsgd_sgd
+      for limit in 1000 10000 0; do
+        label=diloco_${limit}
+        envs=()
+        [ "$limit" != 0 ] && envs=(BAGUA_NET_RATE_LIMIT_MBPS=$limit)
+        slow=3
+        [ "$limit" = 10000 ] && slow=10
+        [ "$limit" = 0 ] && slow=20
+        ranks "$label" 4 300 "${envs[@]}" -- "$HERE/algorithms_bench.py" --configs $R \
+          --rounds "${DILOCO_ROUNDS:-2}" --warmup 2 --slow-steps $slow --long-steps 200 \
+          --out "$OUT/$label.json"
+        grep "steps/s" "$OUT/$label.log" | tail -n 12
+      done
+      python3 "$HERE/diloco_summary.py" "$OUT"/diloco_1000.json "$OUT"/diloco_10000.json \
+        "$OUT"/diloco_0.json | tee "$OUT/diloco_summary.md"
       ;;
     *) echo "unknown step $step" ;;
   esac

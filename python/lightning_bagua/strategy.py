@@ -6,7 +6,8 @@ libbagua) instead of torch's DDP.
 The original strategy's arguments are accepted: `algorithm`, `flatten` and
 `**bagua_kwargs`, the algorithm's options (hierarchical, average,
 peer_selection_mode, communication_interval, sync_interval_ms,
-warmup_steps...), checked against the runtime's registry when the strategy
+warmup_steps, and local SGD's and DiLoCo's sync_every, outer_lr,
+fragments, compression...), checked against the runtime's registry when the strategy
 is built, so a wrong option fails at once naming the option and the
 algorithm. Manual optimization works: gradients are averaged in
 `manual_backward`, as in automatic optimization.
@@ -49,10 +50,10 @@ class BaguaStrategy(DDPStrategy):
         # Checked here so that a wrong name or option fails now; QAdam is built
         # at setup, with the QAdamOptimizer that configure_optimizers returns.
         self._bagua_algorithm_factory = GlobalAlgorithmRegistry.get(algorithm)
-        if algorithm in registry.names():
+        if algorithm == "qadam":
             registry.check_available(algorithm)
             registry.resolve_options(algorithm, bagua_kwargs)
-        else:
+        else:  # the algorithm's own constructor (DiLoCo's compression=None, for one)
             self._bagua_algorithm_factory(**bagua_kwargs)
         super().__init__(accelerator=accelerator, parallel_devices=parallel_devices,
                          cluster_environment=cluster_environment, checkpoint_io=checkpoint_io,
@@ -69,6 +70,13 @@ class BaguaStrategy(DDPStrategy):
     @property
     def algorithm(self):
         return self._bagua_algorithm
+
+    @property
+    def restore_checkpoint_after_setup(self):
+        """Local SGD and DiLoCo keep state in the module's state_dict
+        (`_bagua_<name>.*`: the start point, outer momentum, step counts),
+        which only the wrapped model can take back: restore after setup."""
+        return self._bagua_algorithm in ("local_sgd", "diloco")
 
     def setup(self, trainer):
         """DDPStrategy.setup with the optimizers set up before the model is

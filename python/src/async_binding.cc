@@ -10,27 +10,11 @@
 #include "runtime/algorithms/async_model_average.h"
 #include "runtime/common/error.h"
 
-#if BAGUA_PYTHON_HAVE_NCCL
-#include "runtime/ops/cuda_step_ops.h"
-#endif
-
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace bagua::python {
 namespace {
-
-StepOpsFactory stepOpsFor(Device device) {
-#if BAGUA_PYTHON_HAVE_NCCL
-  if (device == Device::kCuda) {
-    return [](uintptr_t stream) { return cudaStepOps(reinterpret_cast<cudaStream_t>(stream)); };
-  }
-#endif
-  (void)device;
-  return [](uintptr_t) { return cpuStepOps(); };
-}
-
-using Tensors = std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>;
 
 // The averager as Python holds it: destroyed with the GIL released, since
 // stopping waits for a round whose CPU operations may need the GIL
@@ -38,13 +22,9 @@ using Tensors = std::vector<std::tuple<std::string, uintptr_t, size_t, std::stri
 struct PyAsyncModelAverage {
   std::unique_ptr<AsyncModelAverage> impl;
 
-  PyAsyncModelAverage(ProcessGroup& group, const Tensors& tensors, double intervalMs,
+  PyAsyncModelAverage(ProcessGroup& group, const TensorTuples& tensors, double intervalMs,
                       double timeoutS) {
-    std::vector<TensorSpec> specs;
-    for (const auto& [name, ptr, numel, dtype] : tensors) {
-      specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
-                                 group.comm()->device()});
-    }
+    std::vector<TensorSpec> specs = tensorSpecs(tensors, group.comm()->device());
     AsyncModelAverage::Options o;
     BAGUA_ENFORCE(intervalMs > 0, "async: sync_interval_ms must be positive, got " +
                                       std::to_string(intervalMs));
@@ -68,7 +48,7 @@ struct PyAsyncModelAverage {
 void bindAsync(nb::module_& m) {
   using A = PyAsyncModelAverage;
   nb::class_<A>(m, "AsyncModelAverage")
-      .def(nb::init<ProcessGroup&, const Tensors&, double, double>(), "group"_a, "tensors"_a,
+      .def(nb::init<ProcessGroup&, const TensorTuples&, double, double>(), "group"_a, "tensors"_a,
            "interval_ms"_a = 500.0, "timeout_s"_a = 300.0,
            nb::call_guard<nb::gil_scoped_release>(),
            "Averages `tensors` (name, data pointer, numel, dtype) every interval_ms in the "

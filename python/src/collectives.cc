@@ -36,7 +36,7 @@ void streamWaits(cudaStream_t waiter, cudaStream_t stream) {
 
 void ProcessGroup::run(uintptr_t stream, const std::function<std::shared_ptr<Work>()>& enqueue) {
 #if BAGUA_PYTHON_HAVE_NCCL
-  if (auto* nccl = dynamic_cast<NcclCommunicator*>(comm_.get())) {
+  if (auto* nccl = dynamic_cast<NcclCommunicator*>(raw_.get())) {
     std::lock_guard<std::mutex> lock(lastMutex_);
     if (last_ && last_->done()) last_.reset();  // rethrows an earlier failure
     DeviceScope scope(nccl->cudaDevice());
@@ -117,7 +117,7 @@ void ProcessGroup::barrier() { comm_->barrier()->wait(timeout_); }
 
 void ProcessGroup::waitStream(uintptr_t stream) {
 #if BAGUA_PYTHON_HAVE_NCCL
-  auto* nccl = dynamic_cast<NcclCommunicator*>(comm_.get());
+  auto* nccl = dynamic_cast<NcclCommunicator*>(raw_.get());
   if (nccl == nullptr) return;  // CPU group: work is ordered by the host
   DeviceScope scope(nccl->cudaDevice());
   streamWaits(nccl->stream(), reinterpret_cast<cudaStream_t>(stream));

@@ -7,6 +7,7 @@
 //     and its collectives: allreduce, reduce, broadcast, allgather, gather,
 //     scatter, reduce_scatter, alltoall, alltoall_v, send, recv, barrier
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
+//   AsyncModelAverage, LocalSGD, DiLoCo: the algorithms the engine drives itself
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
 //   build_info(), nccl_library(): what this build has, which NCCL it bound
 //   OptimList(device, tensors, ...), grad_mismatches(params, views): the fused optimizers
@@ -25,6 +26,7 @@
 #include "python/src/async_binding.h"
 #include "python/src/build_info.h"
 #include "python/src/callback_store.h"
+#include "python/src/local_updates_binding.h"
 #include "python/src/optim_binding.h"
 #include "python/src/process_group.h"
 #include "python/src/reducer_binding.h"
@@ -122,7 +124,10 @@ NB_MODULE(_C, m) {
            "Receives nbytes from rank peer into ptr.")
       .def("barrier", &PG::barrier, release, "Blocks until every rank entered the barrier.")
       .def("wait_stream", &PG::waitStream, "stream"_a,
-           "CUDA: later operations of the group wait for work already on `stream`.");
+           "CUDA: later operations of the group wait for work already on `stream`.")
+      .def_prop_ro("bytes_sent", &PG::bytesSent,
+                   "Bytes this rank sent through the group (the standard algorithms' per-rank "
+                   "bytes of each collective; runtime/comm/counting_communicator.h).");
 
   nb::class_<bagua::python::PyReducer>(m, "Reducer")
       .def(nb::init<bagua::python::ProcessGroup&, bagua::Store&, const std::string&,
@@ -143,5 +148,6 @@ NB_MODULE(_C, m) {
       .def_prop_ro("num_buckets", &bagua::python::PyReducer::numBuckets);
 
   bagua::python::bindAsync(m);
+  bagua::python::bindLocalUpdates(m);
   bagua::python::bindOptim(m);
 }

@@ -11,6 +11,7 @@
 #if BAGUA_PYTHON_HAVE_NCCL
 #include "runtime/comm/nccl_communicator.h"
 #include "runtime/ops/cuda_ops.h"
+#include "runtime/ops/cuda_step_ops.h"
 #endif
 
 namespace bagua::python {
@@ -33,6 +34,30 @@ std::chrono::milliseconds timeoutFromSeconds(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
+StepOpsFactory stepOpsFor(Device device) {
+#if BAGUA_PYTHON_HAVE_NCCL
+  if (device == Device::kCuda) {
+    return [](uintptr_t stream) { return cudaStepOps(reinterpret_cast<cudaStream_t>(stream)); };
+  }
+#endif
+  (void)device;
+  return [](uintptr_t) { return cpuStepOps(); };
+}
+
+std::vector<TensorSpec> tensorSpecs(const TensorTuples& tensors, Device device) {
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, ptr, numel, dtype] : tensors) {
+    specs.push_back(
+        TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype), device});
+  }
+  return specs;
+}
+
+void ProcessGroup::setComm(std::shared_ptr<Communicator> raw) {
+  raw_ = std::move(raw);
+  comm_ = std::make_shared<CountingCommunicator>(raw_);
+}
+
 std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int size,
                                                  const std::string& prefix,
                                                  const std::string& iface, double timeoutS) {
@@ -44,7 +69,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int siz
   auto group = std::make_shared<ProcessGroup>();
   auto comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
   group->ops_ = std::make_shared<CpuOps>(*comm);
-  group->comm_ = comm;
+  group->setComm(comm);
   group->timeout_ = o.timeout;
   return group;
 #else
@@ -64,7 +89,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::nccl(Store& store, int rank, int siz
   auto group = std::make_shared<ProcessGroup>();
   auto comm = std::make_shared<NcclCommunicator>(store, rank, size, device, o);
   group->ops_ = std::make_shared<CudaOps>(*comm);
-  group->comm_ = comm;
+  group->setComm(comm);
   group->timeout_ = o.timeout;
   return group;
 #else

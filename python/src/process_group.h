@@ -12,10 +12,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "runtime/bucket/tensor_spec.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/counting_communicator.h"
 #include "runtime/ops/device_ops.h"
+#include "runtime/ops/step_ops.h"
 #include "runtime/store/store.h"
 
 namespace bagua::python {
@@ -26,6 +30,14 @@ bool hasGloo();
 // A timeout Python passes (`timeout_s`, seconds) as the runtime holds it;
 // throws InvalidArgument unless it is positive.
 std::chrono::milliseconds timeoutFromSeconds(double seconds);
+
+// The training side's StepOps (runtime/ops/step_ops.h) for `device`.
+StepOpsFactory stepOpsFor(Device device);
+
+// Tensors as Python passes them: (name, data pointer, element count, dtype name).
+using TensorTuples = std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>;
+// The same as TensorSpecs on `group`'s device.
+std::vector<TensorSpec> tensorSpecs(const TensorTuples& tensors, Device device);
 
 class ProcessGroup {
  public:
@@ -69,7 +81,10 @@ class ProcessGroup {
   // CUDA: later operations of the group wait for the work already on `stream`.
   void waitStream(uintptr_t stream);
 
+  // The communicator algorithms use: counts the bytes this rank sends.
   std::shared_ptr<Communicator> comm() const { return comm_; }
+  // Bytes sent through this group so far (CountingCommunicator's formulas).
+  uint64_t bytesSent() const { return comm_->bytesSent(); }
   std::shared_ptr<DeviceOps> ops() const { return ops_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
@@ -78,7 +93,10 @@ class ProcessGroup {
   // place where "stream in, stream out" happens.
   void run(uintptr_t stream, const std::function<std::shared_ptr<Work>()>& enqueue);
 
-  std::shared_ptr<Communicator> comm_;
+  void setComm(std::shared_ptr<Communicator> raw);
+
+  std::shared_ptr<Communicator> raw_;           // the Gloo or NCCL communicator
+  std::shared_ptr<CountingCommunicator> comm_;  // raw_, counted
   std::shared_ptr<DeviceOps> ops_;
   std::chrono::milliseconds timeout_{0};
   std::mutex lastMutex_;

@@ -13,11 +13,7 @@ PyReducer::PyReducer(
     const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
     size_t bucketBytes, double timeoutS, const std::string& prefix, const OptionMap& options,
     ProcessGroup* intra, ProcessGroup* inter, int nodes) {
-  std::vector<TensorSpec> specs;
-  for (const auto& [name, ptr, numel, dtype] : tensors) {
-    specs.push_back(TensorSpec{name, reinterpret_cast<void*>(ptr), numel, parseDType(dtype),
-                               group.comm()->device()});
-  }
+  std::vector<TensorSpec> specs = tensorSpecs(tensors, group.comm()->device());
   Reducer::Options o;
   o.bucketBytes = bucketBytes;
   o.timeout = timeoutFromSeconds(timeoutS);

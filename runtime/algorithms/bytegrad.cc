@@ -1,10 +1,39 @@
 // ByteGrad: compressed scatter-reduce then compressed allgather.
 #include "runtime/algorithms/bytegrad.h"
 
+#include "kernels/minmax_uint4.h"
 #include "kernels/minmax_uint8.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
+
+size_t ByteGrad::compressedBytes(size_t elems) const {
+  return options_.codec == Options::Codec::kMinMaxUInt4 ? kernels::compressedChunkBytes4(elems)
+                                                        : kernels::compressedChunkBytes(elems);
+}
+
+void ByteGrad::compress(DeviceOps& ops, DType dtype, const void* src, size_t chunk, int n,
+                        int target, uint8_t* dst) const {
+  if (options_.codec == Options::Codec::kMinMaxUInt4) {
+    ops.compress4(dtype, src, chunk, n, target, dst);
+  } else {
+    ops.compress(dtype, src, chunk, n, target, dst);
+  }
+}
+
+void ByteGrad::decompress(DeviceOps& ops, DType dtype, const uint8_t* src, size_t chunk, int n,
+                          void* dst) const {
+  if (options_.codec == Options::Codec::kMinMaxUInt4) {
+    ops.decompress4(dtype, src, chunk, n, dst);
+  } else {
+    ops.decompress(dtype, src, chunk, n, dst);
+  }
+}
+
+DeviceBuffer* ByteGrad::residual(size_t bucket) {
+  BAGUA_ENFORCE(bucket < scratch_.size(), "bytegrad: no bucket " + std::to_string(bucket));
+  return scratch_[bucket].residual.get();
+}
 
 void ByteGrad::setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) {
   size_t n = static_cast<size_t>(comm.size());
@@ -13,7 +42,7 @@ void ByteGrad::setup(const std::vector<BucketLayout>& buckets, Communicator& com
     BAGUA_ENFORCE(b.paddedNumel % n == 0, "bytegrad: bucket of " + std::to_string(b.paddedNumel) +
                                               " elements is not a multiple of the world size " +
                                               std::to_string(n));
-    size_t stride = kernels::compressedChunkBytes(b.paddedNumel / n);
+    size_t stride = compressedBytes(b.paddedNumel / n);
     Scratch s;
     s.send = ops.allocate(stride * n);
     s.recv = ops.allocate(stride * n);
@@ -36,7 +65,7 @@ std::shared_ptr<Work> ByteGrad::communicate(BucketContext& bucket) {
   const int n = comm.size();
   const size_t numel = bucket.layout->paddedNumel;
   const size_t chunk = numel / static_cast<size_t>(n);
-  const size_t stride = kernels::compressedChunkBytes(chunk);
+  const size_t stride = compressedBytes(chunk);
   auto* send = static_cast<uint8_t*>(s.send->data());
   auto* recv = static_cast<uint8_t*>(s.recv->data());
   auto* own = static_cast<uint8_t*>(s.own->data());
@@ -45,18 +74,18 @@ std::shared_ptr<Work> ByteGrad::communicate(BucketContext& bucket) {
   if (options_.errorFeedback) {
     ops.addScaled(dtype, bucket.data, bucket.data, s.residual->data(), numel, 1.0f);
   }
-  ops.compress(dtype, bucket.data, chunk, n, -1, send);
+  compress(ops, dtype, bucket.data, chunk, n, -1, send);
   if (options_.errorFeedback) {
     // residual = what this rank meant to send minus what the codes say.
-    ops.decompress(dtype, send, chunk, n, s.decoded->data());
+    decompress(ops, dtype, send, chunk, n, s.decoded->data());
     ops.addScaled(dtype, s.residual->data(), bucket.data, s.decoded->data(), numel, -1.0f);
   }
   comm.alltoall(send, recv, stride);
-  ops.decompress(dtype, recv, chunk, n, bucket.data);
+  decompress(ops, dtype, recv, chunk, n, bucket.data);
   ops.reduceChunks(dtype, bucket.data, chunk, n, comm.rank(), options_.average);
-  ops.compress(dtype, bucket.data, chunk, n, comm.rank(), own);
+  compress(ops, dtype, bucket.data, chunk, n, comm.rank(), own);
   comm.allgather(own, gathered, stride);
-  ops.decompress(dtype, gathered, chunk, n, bucket.data);
+  decompress(ops, dtype, gathered, chunk, n, bucket.data);
   return ops.fence("bytegrad of bucket " + std::to_string(bucket.index) + " (" +
                    std::to_string(numel) + " " + dtypeName(dtype) + ")");
 }

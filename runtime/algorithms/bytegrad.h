@@ -14,6 +14,10 @@
 // Error feedback (off by default; the original had none): the quantization
 // error of step 1 is kept per bucket and added to the next step's gradient
 // before it is compressed, so it is not lost but delayed.
+//
+// Codec (ours): MinMaxUInt8 (Bagua's, the default) or MinMaxUInt4
+// (kernels/minmax_uint4.h: 4 bits, a range per 512 elements), with the same
+// steps; DiLoCo's outer gradients use either.
 #pragma once
 
 #include <memory>
@@ -29,6 +33,7 @@ class ByteGrad final : public Algorithm {
   struct Options {
     bool average = true;         // mean over ranks (false: sum)
     bool errorFeedback = false;  // carry step 1's quantization error forward
+    enum class Codec { kMinMaxUInt8, kMinMaxUInt4 } codec = Codec::kMinMaxUInt8;
   };
   ByteGrad() : ByteGrad(Options{}) {}
   explicit ByteGrad(Options options) : options_(options) {}
@@ -38,7 +43,18 @@ class ByteGrad final : public Algorithm {
   void setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) override;
   std::shared_ptr<Work> communicate(BucketContext& bucket) override;
 
+  // Bytes of one compressed chunk of `elems` elements in this codec.
+  size_t compressedBytes(size_t elems) const;
+  // Bucket `bucket`'s error-feedback residual (nullptr without error
+  // feedback): state a checkpoint must keep (DiLoCo saves it).
+  DeviceBuffer* residual(size_t bucket);
+
  private:
+  void compress(DeviceOps& ops, DType dtype, const void* src, size_t chunk, int n, int target,
+                uint8_t* dst) const;
+  void decompress(DeviceOps& ops, DType dtype, const uint8_t* src, size_t chunk, int n,
+                  void* dst) const;
+
   struct Scratch {
     std::unique_ptr<DeviceBuffer> send;      // n compressed chunks
     std::unique_ptr<DeviceBuffer> recv;      // n compressed chunks

@@ -1,11 +1,13 @@
-// AlgorithmRegistry: Bagua's six algorithms (each from its file's info
-// function), option checking, creation.
+// AlgorithmRegistry: Bagua's six algorithms and local SGD and DiLoCo (each
+// from its file's info function), option checking, creation.
 #include "runtime/algorithms/registry.h"
 
 #include "runtime/algorithms/async_model_average.h"
 #include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/decentralized.h"
+#include "runtime/algorithms/diloco.h"
 #include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/algorithms/local_sgd.h"
 #include "runtime/algorithms/low_precision_decentralized.h"
 #include "runtime/algorithms/qadam.h"
 #include "runtime/common/error.h"
@@ -21,6 +23,9 @@ AlgorithmRegistry makeGlobal() {
   registry.add(lowPrecisionDecentralizedInfo());
   registry.add(qAdamInfo());
   registry.add(asyncModelAverageInfo());
+  // Beyond Bagua: rare communication for slow links (issue 30).
+  registry.add(localSgdInfo());
+  registry.add(diLoCoInfo());
   return registry;
 }
 

@@ -8,13 +8,14 @@
 
 #include "runtime/comm/op_args.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/stream_event.h"
 
 namespace bagua {
 namespace {
 
 // Completion of the stream work enqueued before it, through a CUDA event;
 // a timeout aborts the communicator so the stream drains with an error.
-class EventWork final : public Work {
+class EventWork final : public Work, public StreamEvent {
  public:
   EventWork(NcclCommunicator& comm, ncclComm_t nccl, std::string what,
             std::chrono::milliseconds timeout)
@@ -53,7 +54,7 @@ class EventWork final : public Work {
   }
 
   const std::string& what() const override { return what_; }
-  cudaEvent_t event() const { return event_; }
+  cudaEvent_t event() const override { return event_; }
 
  private:
   NcclCommunicator& comm_;
@@ -158,7 +159,8 @@ void NcclCommunicator::waitEvent(cudaEvent_t event) {
 std::shared_ptr<Work> NcclCommunicator::fence(std::string what) { return record(std::move(what)); }
 
 void NcclCommunicator::waitFor(std::shared_ptr<Work> work) {
-  if (auto* event = dynamic_cast<EventWork*>(work.get())) {
+  // Any stream's event (ours, or the training's StepOps fence): the GPU waits.
+  if (auto* event = dynamic_cast<StreamEvent*>(work.get())) {
     BAGUA_CUDA_CHECK(cudaStreamWaitEvent(stream_, event->event(), 0));
     return;
   }

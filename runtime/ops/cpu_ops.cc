@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/minmax_uint4.h"
 #include "kernels/minmax_uint8.h"
 
 namespace bagua {
@@ -49,6 +50,20 @@ void CpuOps::decompress(DType dtype, const uint8_t* src, size_t chunkElems, int 
   requireAlgorithmDType("decompress", dtype);
   comm_.enqueue("decompress",
                 [=] { kernels::decompressCpu(dtype, src, chunkElems, nChunks, dst); });
+}
+
+void CpuOps::compress4(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
+                       uint8_t* dst) {
+  requireAlgorithmDType("compress4", dtype);
+  comm_.enqueue("compress4",
+                [=] { kernels::compress4Cpu(dtype, src, chunkElems, nChunks, target, dst); });
+}
+
+void CpuOps::decompress4(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
+                         void* dst) {
+  requireAlgorithmDType("decompress4", dtype);
+  comm_.enqueue("decompress4",
+                [=] { kernels::decompress4Cpu(dtype, src, chunkElems, nChunks, dst); });
 }
 
 void CpuOps::reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,

@@ -1,6 +1,7 @@
 // CudaOps.
 #include "runtime/ops/cuda_ops.h"
 
+#include "kernels/minmax_uint4_cuda.h"
 #include "kernels/minmax_uint8_cuda.h"
 #include "runtime/cuda/cuda_check.h"
 
@@ -51,6 +52,19 @@ void CudaOps::decompress(DType dtype, const uint8_t* src, size_t chunkElems, int
                          void* dst) {
   requireAlgorithmDType("decompress", dtype);
   BAGUA_CUDA_CHECK(kernels::decompress(dtype, src, chunkElems, nChunks, dst, comm_.stream()));
+}
+
+void CudaOps::compress4(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
+                        uint8_t* dst) {
+  requireAlgorithmDType("compress4", dtype);
+  BAGUA_CUDA_CHECK(
+      kernels::compress4(dtype, src, chunkElems, nChunks, target, dst, comm_.stream()));
+}
+
+void CudaOps::decompress4(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
+                          void* dst) {
+  requireAlgorithmDType("decompress4", dtype);
+  BAGUA_CUDA_CHECK(kernels::decompress4(dtype, src, chunkElems, nChunks, dst, comm_.stream()));
 }
 
 void CudaOps::reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,

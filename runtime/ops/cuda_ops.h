@@ -22,6 +22,10 @@ class CudaOps final : public DeviceOps {
                 uint8_t* dst) override;
   void decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
                   void* dst) override;
+  void compress4(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
+                 uint8_t* dst) override;
+  void decompress4(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
+                   void* dst) override;
   void reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
                     bool average) override;
   void addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,

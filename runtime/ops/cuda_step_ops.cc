@@ -5,12 +5,14 @@
 
 #include "kernels/minmax_uint8_cuda.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/stream_event.h"
 
 namespace bagua {
 namespace {
 
-// Finished when the stream passed the event (polled; waits sleep 50 us).
-class StreamEventWork final : public Work {
+// Finished when the stream passed the event (polled; waits sleep 50 us); a
+// communicator's stream waits for it on the GPU (StreamEvent).
+class StreamEventWork final : public Work, public StreamEvent {
  public:
   StreamEventWork(cudaStream_t stream, std::string what) : what_(std::move(what)) {
     BAGUA_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
@@ -37,6 +39,7 @@ class StreamEventWork final : public Work {
     }
   }
   const std::string& what() const override { return what_; }
+  cudaEvent_t event() const override { return event_; }
 
  private:
   std::string what_;

@@ -41,6 +41,12 @@ class DeviceOps {
   // Inverse of compress for nChunks chunks.
   virtual void decompress(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
                           void* dst) = 0;
+  // MinMaxUInt4 (kernels/minmax_uint4.h), same arguments as compress.
+  virtual void compress4(DType dtype, const void* src, size_t chunkElems, int nChunks, int target,
+                         uint8_t* dst) = 0;
+  // Inverse of compress4 for nChunks chunks.
+  virtual void decompress4(DType dtype, const uint8_t* src, size_t chunkElems, int nChunks,
+                           void* dst) = 0;
   // Sum (or mean) of nChunks consecutive chunks of `data` into chunk `target`.
   virtual void reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
                             bool average) = 0;

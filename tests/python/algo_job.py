@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import decentralized, q_adam
+from job_device import job_device
 
 
 def model(seed=5):
@@ -270,10 +271,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cpu")
     args = p.parse_args()
-    if args.device == "cuda":
-        global DEVICE
-        DEVICE = torch.device("cuda", bagua.get_local_rank() % torch.cuda.device_count())
-        torch.cuda.set_device(DEVICE)
+    global DEVICE
+    DEVICE = job_device(args.device)
     bagua.init_process_group()
     rank = bagua.get_rank()
     out = {"rank": rank}

@@ -56,6 +56,14 @@ class Digits(L.LightningModule):
         self.log("loss", loss, sync_dist=True)
         return loss
 
+    def on_train_end(self):
+        # Still wrapped here (the strategy unwraps the model after fit): the
+        # checkpoint holds local SGD's / DiLoCo's state (_bagua_<name>.*).
+        algorithm = getattr(self.trainer.strategy.model, "bagua_algorithm", None)
+        self.local_steps = getattr(algorithm, "local_steps", None)
+        if getattr(self, "checkpoint_path", None):
+            self.trainer.save_checkpoint(self.checkpoint_path)
+
     def configure_optimizers(self):
         if isinstance(self.trainer.strategy, BaguaStrategy) and \
                 self.trainer.strategy.algorithm == "qadam":
@@ -78,23 +86,29 @@ def main():
     p.add_argument("--resume", action="store_true")
     p.add_argument("--manual", action="store_true")
     p.add_argument("--fused", action="store_true", help="BaguaStrategy(fused_optimizer=True)")
+    p.add_argument("--options", default="{}", help="the algorithm's options, as JSON")
     args = p.parse_args()
 
-    def strategy():  # a strategy object serves one Trainer
+    def make_strategy():  # a strategy object serves one Trainer
         name = args.strategy
+        options = json.loads(args.options)
         if args.fused:
-            algorithm = name.split(":", 1)[1] if ":" in name else "gradient_allreduce"
-            return BaguaStrategy(algorithm=algorithm, fused_optimizer=True)
+            options["fused_optimizer"] = True
+            if not name.startswith("bagua:"):
+                name = "bagua:gradient_allreduce"
         if name.startswith("bagua:"):
-            return BaguaStrategy(algorithm=name.split(":", 1)[1])
+            return BaguaStrategy(algorithm=name.split(":", 1)[1], **options)
         return name
 
-    trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy(), max_steps=args.steps,
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy=make_strategy(),
+                        max_steps=args.steps,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=args.out + ".root")
     model = ManualDigits() if args.manual else Digits()
+    model.checkpoint_path = args.out + ".ckpt"
     trainer.fit(model, loader())
-    trainer.save_checkpoint(args.out + ".ckpt")
+    if args.manual:
+        trainer.save_checkpoint(args.out + ".ckpt")
     with torch.no_grad():
         d = load_digits()
         x = torch.tensor(d.data, dtype=torch.float32) / 16.0
@@ -108,13 +122,16 @@ def main():
               "fused": [getattr(o, "_bagua_fused", None) is not None
                         for o in trainer.optimizers]}
     if args.resume:
-        trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=strategy(),
+        trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=make_strategy(),
                              max_steps=args.steps + 10, logger=False, enable_checkpointing=False,
                              enable_progress_bar=False, enable_model_summary=False,
                              default_root_dir=args.out + ".root")
         resumed = Digits()
         trainer2.fit(resumed, loader(), ckpt_path=args.out + ".ckpt")
         result["resumed_step"] = trainer2.global_step
+        result["resumed_weights"] = torch.cat([p.detach().flatten()
+                                               for p in resumed.parameters()]).tolist()
+        result["resumed_local_steps"] = resumed.local_steps
     with open(f"{args.out}.rank{trainer.global_rank}.json", "w") as f:
         json.dump(result, f)
 

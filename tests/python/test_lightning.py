@@ -33,6 +33,27 @@ def test_lightning_trains_with_bagua(outdir, strategy):
     assert os.path.exists(prefix + ".ckpt")
 
 
+def test_diloco_trains_checkpoints_and_resumes(outdir):
+    """BaguaStrategy(algorithm="diloco", sync_every=5, ...): without overlap
+    every rank holds the start point after the sync at step 40; the
+    checkpoint carries DiLoCo's state (_bagua_diloco.*) and the resumed run
+    continues its local step count (40 + 10)."""
+    options = '{"sync_every": 5, "compression": "fp4", "overlap": false, "outer_lr": 0.7}'
+    run, prefix = run_lightning(outdir, "bagua:diloco", ["--resume", "--options", options])
+    assert run.returncode == 0, run.stderr[-4000:]
+    ranks = load_ranks(prefix, 2)
+    assert ranks[0]["weights"] == ranks[1]["weights"], "ranks disagree after the last sync"
+    assert ranks[0]["accuracy"] > 0.8
+    assert ranks[0]["resumed_step"] == 50
+    assert ranks[0]["resumed_local_steps"] == 50
+    assert ranks[0]["resumed_weights"] == ranks[1]["resumed_weights"]
+    import torch
+
+    state = torch.load(prefix + ".ckpt", weights_only=False)["state_dict"]
+    assert int(state["_bagua_diloco.local_steps"]) == 40
+    assert "_bagua_diloco.momentum.0" in state
+
+
 def test_checkpoint_resume_with_fused_optimizer(outdir):
     """BaguaStrategy(fused_optimizer=True): the optimizer steps fused, ranks
     agree, and its checkpoint resumes (state_dict through Lightning)."""

@@ -44,10 +44,12 @@ def test_gradient_allreduce_matches_single_process_full_batch(outdir):
 
 def test_algorithm_names():
     assert bagua.available_algorithms() == ("gradient_allreduce", "bytegrad", "decentralized",
-                                            "low_precision_decentralized", "qadam", "async")
+                                            "low_precision_decentralized", "qadam", "async",
+                                            "local_sgd", "diloco")
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; available: "
                                          "gradient_allreduce, bytegrad, decentralized, "
-                                         "low_precision_decentralized, qadam, async"):
+                                         "low_precision_decentralized, qadam, async, "
+                                         "local_sgd, diloco"):
         bagua.check_algorithm("nope")
 
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runtime/algorithms/diloco.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
@@ -21,14 +22,16 @@ std::string messageOf(const std::function<void()>& fn) {
   return "";
 }
 
-TEST(Registry, ListsBaguasSixAlgorithmsInTheOriginalOrder) {
+TEST(Registry, ListsBaguasSixAlgorithmsInTheOriginalOrderThenOurs) {
   std::vector<std::string> names;
   for (const AlgorithmInfo& info : AlgorithmRegistry::global().all()) names.push_back(info.name);
   EXPECT_THAT(names, ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized",
-                                            "low_precision_decentralized", "qadam", "async"));
+                                            "low_precision_decentralized", "qadam", "async",
+                                            "local_sgd", "diloco"));
   EXPECT_THAT(AlgorithmRegistry::global().available(),
               ::testing::ElementsAre("gradient_allreduce", "bytegrad", "decentralized",
-                                     "low_precision_decentralized", "qadam", "async"));
+                                     "low_precision_decentralized", "qadam", "async", "local_sgd",
+                                     "diloco"));
 }
 
 TEST(Registry, ResolveFillsDefaultsAndKeepsGivenValues) {
@@ -40,18 +43,28 @@ TEST(Registry, ResolveFillsDefaultsAndKeepsGivenValues) {
 
 TEST(Registry, AnIntIsAcceptedWhereAFloatIsExpectedButNothingElseConverts) {
   AlgorithmRegistry registry;
-  registry.add({"toy", "a test entry", Communicates::kGradients, Trigger::kTensorReady,
-                {{"rate", 0.5, "a float"}, {"steps", int64_t{3}, "an int"}}, {}, {}});
+  registry.add({"toy",
+                "a test entry",
+                Communicates::kGradients,
+                Trigger::kTensorReady,
+                {{"rate", 0.5, "a float"}, {"steps", int64_t{3}, "an int"}},
+                {},
+                {}});
   EXPECT_DOUBLE_EQ(optionDouble(registry.resolve("toy", {{"rate", int64_t{2}}}), "rate"), 2.0);
-  EXPECT_THAT(messageOf([&] { registry.resolve("toy", {{"steps", 1.5}}); }),
+  EXPECT_THAT(messageOf([&] {
+                registry.resolve("toy", {{"steps", 1.5}});
+              }),
               HasSubstr("option 'steps' of algorithm 'toy' expects int, got float"));
-  EXPECT_THAT(messageOf([&] { registry.resolve("toy", {{"steps", true}}); }),
+  EXPECT_THAT(messageOf([&] {
+                registry.resolve("toy", {{"steps", true}});
+              }),
               HasSubstr("expects int, got bool"));
 }
 
 TEST(Registry, UnknownOptionNamesTheAlgorithmsOptions) {
-  std::string m = messageOf(
-      [] { AlgorithmRegistry::global().resolve("gradient_allreduce", {{"device_ids", true}}); });
+  std::string m = messageOf([] {
+    AlgorithmRegistry::global().resolve("gradient_allreduce", {{"device_ids", true}});
+  });
   EXPECT_THAT(m, HasSubstr("algorithm 'gradient_allreduce' has no option 'device_ids'"));
   EXPECT_THAT(m, HasSubstr("its options: hierarchical, average"));
 }
@@ -60,13 +73,16 @@ TEST(Registry, UnknownNameListsWhatIsAvailable) {
   EXPECT_THROW(AlgorithmRegistry::global().find("nope"), InvalidArgument);
   EXPECT_THAT(messageOf([] { AlgorithmRegistry::global().find("nope"); }),
               HasSubstr("unknown algorithm 'nope'; available: gradient_allreduce, bytegrad, "
-                        "decentralized, low_precision_decentralized, qadam, async"));
+                        "decentralized, low_precision_decentralized, qadam, async, local_sgd, "
+                        "diloco"));
 }
 
 TEST(Registry, AnEntryWithoutAFactoryIsNotAvailableNamingWhatIs) {
   AlgorithmRegistry registry;
-  registry.add({"built", "", Communicates::kGradients, Trigger::kTensorReady, {}, {},
-                [](const OptionMap&) { return AlgorithmRegistry::global().create("bytegrad", {}); }});
+  registry.add(
+      {"built", "", Communicates::kGradients, Trigger::kTensorReady, {}, {}, [](const OptionMap&) {
+         return AlgorithmRegistry::global().create("bytegrad", {});
+       }});
   registry.add({"later", "", Communicates::kWeights, Trigger::kBackground, {}, {}, {}});
   EXPECT_THROW(registry.create("later", {}), NotAvailable);
   EXPECT_THAT(messageOf([&] { registry.create("later", {}); }),
@@ -84,11 +100,51 @@ TEST(Registry, CreateBuildsTheNamedAlgorithm) {
 
 TEST(Registry, ValidationNamesTheOptionAndTheAllowedValues) {
   const auto& r = AlgorithmRegistry::global();
-  EXPECT_THAT(messageOf([&] { r.resolve("decentralized", {{"peer_selection_mode", std::string("ring")}}); }),
+  EXPECT_THAT(messageOf([&] {
+                r.resolve("decentralized", {{"peer_selection_mode", std::string("ring")}});
+              }),
               HasSubstr("peer_selection_mode must be 'all' or 'shift_one', got 'ring'"));
-  EXPECT_THAT(messageOf([&] { r.resolve("decentralized", {{"communication_interval", int64_t{0}}}); }),
+  EXPECT_THAT(messageOf([&] {
+                r.resolve("decentralized", {{"communication_interval", int64_t{0}}});
+              }),
               HasSubstr("communication_interval must be at least 1, got 0"));
   EXPECT_NO_THROW(r.resolve("decentralized", {{"peer_selection_mode", std::string("shift_one")}}));
+}
+
+TEST(Registry, LocalSgdAndDiLoCoOptionsAreCheckedNamingTheArgument) {
+  const auto& r = AlgorithmRegistry::global();
+  auto message = [&](const std::string& name, const OptionMap& o) {
+    return messageOf([&] { r.resolve(name, o); });
+  };
+  EXPECT_THAT(message("local_sgd", {{"sync_every", int64_t{0}}}),
+              HasSubstr("local_sgd: sync_every must be at least 1, got 0"));
+  EXPECT_THAT(message("diloco", {{"sync_every", int64_t{0}}, {"overlap", false}}),
+              HasSubstr("diloco: sync_every must be at least 1, got 0"));
+  EXPECT_THAT(message("diloco", {{"compression", std::string("zip")}}),
+              HasSubstr("compression must be None ('none'), 'minmax_uint8' or 'fp4', got 'zip'"));
+  EXPECT_THAT(message("diloco", {{"sync_every", int64_t{4}}, {"fragments", int64_t{8}}}),
+              HasSubstr("fragments (8) must not exceed sync_every (4)"));
+  EXPECT_THAT(message("diloco", {{"sync_every", int64_t{1}}}),
+              HasSubstr("overlap needs sync_every >= 2"));
+  EXPECT_THAT(message("diloco", {{"sync_every", int64_t{10}}, {"overlap_steps", int64_t{10}}}),
+              HasSubstr("overlap_steps (10) must be smaller than sync_every (10)"));
+  EXPECT_THAT(message("diloco", {{"overlap", false}, {"overlap_steps", int64_t{2}}}),
+              HasSubstr("overlap_steps=2 needs overlap=True"));
+  EXPECT_THAT(message("diloco", {{"outer_momentum", 1.0}}),
+              HasSubstr("outer_momentum must be in [0, 1)"));
+  EXPECT_THAT(message("diloco", {{"outer_lr", 0.0}}), HasSubstr("outer_lr must be positive"));
+}
+
+TEST(Registry, DiLoCoOverlapDelayDefaultsToTheGapBetweenFragments) {
+  const auto& r = AlgorithmRegistry::global();
+  auto tau = [&](int64_t h, int64_t f) {
+    return diLoCoOptions(r.resolve("diloco", {{"sync_every", h}, {"fragments", f}})).overlapSteps;
+  };
+  EXPECT_EQ(tau(50, 3), 16);
+  EXPECT_EQ(tau(50, 1), 49);
+  EXPECT_EQ(tau(2, 2), 1);
+  EXPECT_EQ(diLoCoOptions(r.resolve("diloco", {{"overlap", false}})).overlapSteps, 0);
+  EXPECT_EQ(diLoCoOptions(r.resolve("diloco", {{"overlap_steps", int64_t{7}}})).overlapSteps, 7);
 }
 
 TEST(Registry, ADuplicateNameIsRefused) {

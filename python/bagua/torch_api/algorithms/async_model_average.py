@@ -18,7 +18,6 @@ collective) and averages once more, so all ranks hold the same weights
 import torch
 
 from ..process_group import BaguaCommunicator
-from ..tensor import BaguaTensor
 from .base import AlgorithmImpl
 from .native import NativeAlgorithm, NativeAlgorithmImpl
 
@@ -83,18 +82,12 @@ class AsyncModelAverageAlgorithmImpl(NativeAlgorithmImpl):
         self._ddp = bagua_ddp
         if self._warming_up():
             return AlgorithmImpl.init_tensors(self, bagua_ddp)
-        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None)
-                   for n, p in bagua_ddp.bagua_build_params()]
-        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
-        return tensors
+        return self.weight_tensors(bagua_ddp.bagua_build_params())
 
     def make_backend(self, bagua_ddp, buckets):
-        from ..data_parallel.native_backend import NativeBackend
-
         tensors = [t for bucket in buckets for t in bucket.tensors]
         if self._warming_up():
-            return NativeBackend(bagua_ddp, "gradient_allreduce",
-                                 {"hierarchical": False, "average": True}, tensors)
+            return self.warmup_backend(bagua_ddp, tensors)
         self._async = _AsyncBackend(bagua_ddp, tensors, self.interval_ms)
         self._async.averager.resume()
         return self._async

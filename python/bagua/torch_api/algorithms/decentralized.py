@@ -20,7 +20,6 @@ Every trained parameter must belong to one of the optimizers given to
 with_bagua.
 """
 from .native import NativeAlgorithm, NativeAlgorithmImpl
-from ..tensor import BaguaTensor
 
 
 class DecentralizedAlgorithmImpl(NativeAlgorithmImpl):
@@ -30,10 +29,7 @@ class DecentralizedAlgorithmImpl(NativeAlgorithmImpl):
         self._launched = False
 
     def init_tensors(self, bagua_ddp):
-        params = bagua_ddp.bagua_build_params()
-        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None) for n, p in params]
-        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
-        return tensors
+        return self.weight_tensors(bagua_ddp.bagua_build_params())
 
     def init_forward_pre_hook(self, bagua_ddp):
         def hook(inputs):
@@ -93,9 +89,7 @@ class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
             raise ValueError(f"low_precision_decentralized: parameters {missing[:5]} are in no "
                              "optimizer given to with_bagua; every trained parameter must be "
                              "(or list it in module._bagua_params_and_buffers_to_ignore)")
-        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None) for n, p in params]
-        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
-        return tensors
+        return self.weight_tensors(params)
 
     def make_backend(self, bagua_ddp, buckets):
         backend = super().make_backend(bagua_ddp, buckets)

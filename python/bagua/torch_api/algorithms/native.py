@@ -36,6 +36,24 @@ class NativeAlgorithmImpl(AlgorithmImpl):
         self.name = name
         self.options = dict(options)
 
+    def weight_tensors(self, params):
+        """The parameters themselves (not their gradients) as the tensors to
+        communicate: algorithms on the weights."""
+        from ..tensor import BaguaTensor
+
+        tensors = [BaguaTensor(n, p, getter=lambda p: p.data, setter=None) for n, p in params]
+        self._communication_tensor_names = {t.bagua_tensor_name for t in tensors}
+        return tensors
+
+    @staticmethod
+    def warmup_backend(bagua_ddp, tensors):
+        """Flat gradient allreduce (mean) in the Reducer: the warm-up of the
+        algorithms that switch to their own communication afterwards."""
+        from ..data_parallel.native_backend import NativeBackend
+
+        return NativeBackend(bagua_ddp, "gradient_allreduce",
+                             {"hierarchical": False, "average": True}, tensors)
+
     def make_backend(self, bagua_ddp, buckets):
         from ..data_parallel.native_backend import NativeBackend
 
@@ -46,9 +64,11 @@ class NativeAlgorithmImpl(AlgorithmImpl):
 def native_class(name):
     """The class users construct for registry algorithm `name` (the one at
     the original's import path where there is one)."""
-    from . import async_model_average, bytegrad, decentralized, gradient_allreduce, q_adam
+    from . import (async_model_average, bytegrad, decentralized, diloco, gradient_allreduce,
+                   local_sgd, q_adam)
 
-    for module in (gradient_allreduce, bytegrad, decentralized, q_adam, async_model_average):
+    for module in (gradient_allreduce, bytegrad, decentralized, q_adam, async_model_average,
+                   local_sgd, diloco):
         for value in vars(module).values():
             if isinstance(value, type) and getattr(value, "registry_name", None) == name \
                     and issubclass(value, Algorithm):

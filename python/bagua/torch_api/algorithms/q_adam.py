@@ -159,8 +159,7 @@ class QAdamAlgorithmImpl(NativeAlgorithmImpl):
 
         tensors = [t for bucket in buckets for t in bucket.tensors]
         if self._warmup_built:
-            return NativeBackend(bagua_ddp, "gradient_allreduce",
-                                 {"hierarchical": False, "average": True}, tensors)
+            return self.warmup_backend(bagua_ddp, tensors)
         return NativeBackend(bagua_ddp, "qadam", self.options, tensors)
 
     def init_backward_hook(self, bagua_ddp):

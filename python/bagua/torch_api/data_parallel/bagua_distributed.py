@@ -118,6 +118,14 @@ class BaguaDistributedDataParallel:
         """The engine's runtime communicator for the module's device."""
         return self.comm.backend(self.device)
 
+    @property
+    def bytes_sent(self):
+        """Bytes this rank sent through the engine's communicator so far
+        (every collective of the algorithm and the engine's broadcasts, by
+        the runtime's count: runtime/comm/counting_communicator.h;
+        hierarchical algorithms' intra/inter-node groups are not included)."""
+        return self.backend().bytes_sent
+
     # -- setup --------------------------------------------------------------------
     def _single_device(self):
         tensors = itertools.chain(self.module.parameters(), self.module.buffers())

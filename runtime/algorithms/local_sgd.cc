@@ -1,0 +1,81 @@
+// LocalSgd: every H-th local step, an exact average of the weights.
+#include "runtime/algorithms/local_sgd.h"
+
+#include <cstdint>
+
+#include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/common/error.h"
+
+namespace bagua {
+
+LocalSgd::LocalSgd(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> ops,
+                   std::vector<TensorSpec> weights, StepOpsFactory stepOps, Options options)
+    : comm_(std::move(comm)),
+      ops_(std::move(ops)),
+      weights_(std::move(weights), 1, SIZE_MAX / 2, 1, "local_sgd"),
+      stepOps_(std::move(stepOps)),
+      options_(options) {
+  BAGUA_ENFORCE(options_.syncEvery >= 1, "local_sgd: sync_every must be at least 1, got " +
+                                             std::to_string(options_.syncEvery));
+  for (const BucketLayout& b : weights_.buckets()) flat_.push_back(ops_->allocate(b.bytes()));
+}
+
+LocalSgd::~LocalSgd() {
+  try {
+    ops_->fence("local_sgd: teardown")->wait(options_.timeout);
+  } catch (const std::exception&) {
+    // a failed average was reported by afterStep(); the buffers go anyway
+  }
+}
+
+void LocalSgd::setSteps(int64_t steps) {
+  BAGUA_ENFORCE(steps >= 0, "local_sgd: steps must be >= 0, got " + std::to_string(steps));
+  steps_ = steps;
+}
+
+void LocalSgd::afterStep(uintptr_t stream) {
+  ++steps_;
+  if (steps_ % options_.syncEvery != 0 || comm_->size() == 1) return;
+  comm_->waitFor(stepOps_(stream)->fence("local_sgd: the optimizer step"));
+  const std::vector<BucketLayout>& buckets = weights_.buckets();
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    void* flat = flat_[b]->data();
+    weights_.gather(*ops_, b, flat);
+    comm_->allreduce(flat, buckets[b].paddedNumel, buckets[b].dtype, ReduceOp::kAvg);
+    weights_.scatter(*ops_, b, flat);
+  }
+  // The next step must start from the average: wait for it here.
+  ops_->fence("local_sgd: averaging the weights at local step " + std::to_string(steps_))
+      ->wait(options_.timeout);
+  ++syncs_;
+  lastSync_ = steps_;
+}
+
+AlgorithmInfo localSgdInfo() {
+  AlgorithmInfo info;
+  info.name = "local_sgd";
+  info.description =
+      "local SGD: local optimizer steps, the weights averaged exactly every sync_every steps";
+  info.communicates = Communicates::kWeights;
+  info.trigger = Trigger::kAfterOptimizerStep;
+  info.options = {
+      {"sync_every", int64_t{16}, "local optimizer steps between two averages (H)"},
+      {"warmup_steps", int64_t{0}, "synchronous gradient allreduce steps first"},
+  };
+  info.validate = [](const OptionMap& o) {
+    BAGUA_ENFORCE(optionInt(o, "sync_every") >= 1,
+                  "local_sgd: sync_every must be at least 1, got " +
+                      std::to_string(optionInt(o, "sync_every")));
+    BAGUA_ENFORCE(optionInt(o, "warmup_steps") >= 0,
+                  "local_sgd: warmup_steps must be >= 0, got " +
+                      std::to_string(optionInt(o, "warmup_steps")));
+  };
+  // The Reducer runs the warm-up's gradient allreduce; LocalSgd is driven by
+  // the engine.
+  info.factory = [](const OptionMap&) {
+    return std::make_shared<GradientAllreduce>(GradientAllreduce::Options{true});
+  };
+  return info;
+}
+
+}  // namespace bagua
