@@ -23,7 +23,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::fromParts(std::shared_ptr<Communicat
                                                       std::shared_ptr<DeviceOps> ops,
                                                       std::chrono::milliseconds timeout) {
   auto group = std::make_shared<ProcessGroup>();
-  group->comm_ = std::move(comm);
+  group->setComm(std::move(comm));
   group->ops_ = std::move(ops);
   group->timeout_ = timeout;
   return group;
