@@ -7,6 +7,7 @@
 //     scatter, reduce_scatter, alltoall, alltoall_v, send, recv, barrier
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
+//   MemoryCache, SharedCounters, RedisShards, GuardedProcess: the cached dataset's stores
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
 // NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
@@ -21,6 +22,7 @@
 
 #include "python/src/async_binding.h"
 #include "python/src/callback_store.h"
+#include "python/src/data_binding.h"
 #include "python/src/process_group.h"
 #include "python/src/reducer_binding.h"
 #include "python/src/registry_binding.h"
@@ -55,6 +57,7 @@ NB_MODULE(_C, m) {
            "Wraps a torch.distributed Store (set/get/add/wait).");
 
   bagua::python::bindRegistry(m);
+  bagua::python::bindData(m);  // after the translator above: its own are tried first
   m.def("has_nccl", &bagua::python::hasNccl, "Whether this build has the NCCL (CUDA) path.");
 
   // Collectives: dtype "float32", "float16", "bfloat16", "float64", "int8",

@@ -1,0 +1,213 @@
+// RedisShards over hiredis's blocking API: commands are appended to each
+// server's output buffer, every buffer is flushed, then the replies are read.
+#include "runtime/data/redis_shards.h"
+
+#include <hiredis.h>
+#include <sys/time.h>
+
+#include <string>
+
+#include "runtime/data/cache_errors.h"
+#include "runtime/data/key_hash.h"
+
+namespace bagua {
+namespace {
+
+timeval toTimeval(std::chrono::milliseconds t) {
+  return timeval{static_cast<time_t>(t.count() / 1000),
+                 static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+}
+
+std::string where(const RedisServer& s) { return s.host + ":" + std::to_string(s.port); }
+
+void freeReply(redisReply* r) {
+  if (r != nullptr) freeReplyObject(r);
+}
+
+std::string replyText(const redisReply* r) {
+  return r != nullptr && r->str != nullptr ? std::string(r->str, r->len) : std::string();
+}
+
+}  // namespace
+
+struct RedisShards::Connection {
+  RedisServer server;
+  redisContext* context = nullptr;
+
+  ~Connection() { close(); }
+  void close() {
+    if (context != nullptr) redisFree(context);
+    context = nullptr;
+  }
+  [[noreturn]] void failIo(const std::string& doing) {
+    std::string cause = context != nullptr ? context->errstr : "no connection";
+    close();
+    BAGUA_THROW(CacheConnectError,
+                "Redis at " + where(server) + ": " + doing + " failed: " + cause);
+  }
+  // One command, its reply checked for I/O errors only.
+  std::shared_ptr<redisReply> command(const std::vector<std::string_view>& args) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lengths;
+    for (auto a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    void* raw = redisCommandArgv(context, static_cast<int>(argv.size()), argv.data(),
+                                 lengths.data());
+    if (raw == nullptr) failIo(std::string(args[0]));
+    return std::shared_ptr<redisReply>(static_cast<redisReply*>(raw), freeReply);
+  }
+  void connect(const std::string& password, std::chrono::milliseconds timeout) {
+    close();
+    context = redisConnectWithTimeout(server.host.c_str(), server.port, toTimeval(timeout));
+    if (context == nullptr || context->err != 0) {
+      failIo("connecting (is a server listening there, and reachable from this host?)");
+    }
+    if (redisSetTimeout(context, toTimeval(timeout)) != REDIS_OK) failIo("setting the timeout");
+    if (!password.empty()) {
+      auto reply = command({"AUTH", password});
+      if (reply->type == REDIS_REPLY_ERROR) {
+        std::string answer = replyText(reply.get());
+        close();
+        BAGUA_THROW(CacheAuthError, "Redis at " + where(server) +
+                                        " refused the password: " + answer +
+                                        " (pass the server's password as password=...)");
+      }
+    }
+    auto pong = command({"PING"});
+    if (pong->type == REDIS_REPLY_ERROR) {
+      std::string answer = replyText(pong.get());
+      close();
+      if (answer.rfind("NOAUTH", 0) == 0) {
+        BAGUA_THROW(CacheAuthError, "Redis at " + where(server) +
+                                        " needs a password: pass password=... (" + answer +
+                                        ")");
+      }
+      BAGUA_THROW(CacheStoreError, "Redis at " + where(server) + " answered PING with " + answer);
+    }
+  }
+};
+
+bool RedisShards::available() { return true; }
+
+RedisShards::RedisShards(std::vector<RedisServer> servers, std::string password,
+                         std::chrono::milliseconds timeout)
+    : servers_(std::move(servers)), password_(std::move(password)), timeout_(timeout) {
+  BAGUA_ENFORCE(!servers_.empty(), "the Redis cache needs at least one server, got none");
+  BAGUA_ENFORCE(timeout_.count() > 0,
+                "Redis timeout must be above 0 ms, got " + std::to_string(timeout_.count()));
+  for (const auto& s : servers_) {
+    BAGUA_ENFORCE(!s.host.empty() && s.port > 0 && s.port < 65536,
+                  "Redis server '" + where(s) + "' needs a host and a port in 1..65535");
+    auto c = std::make_unique<Connection>();
+    c->server = s;
+    connections_.push_back(std::move(c));
+  }
+  for (auto& c : connections_) c->connect(password_, timeout_);
+}
+
+RedisShards::~RedisShards() = default;
+
+size_t RedisShards::serverOf(std::string_view key) const {
+  return serverOfKey(key, servers_.size());
+}
+
+std::vector<std::shared_ptr<redisReply>> RedisShards::roundTrip(
+    const std::vector<std::vector<std::string_view>>& commands) {
+  std::vector<std::shared_ptr<redisReply>> replies(commands.size());
+  for (size_t s = 0; s < commands.size(); ++s) {
+    if (commands[s].empty()) continue;
+    Connection& c = *connections_[s];
+    if (c.context == nullptr) c.connect(password_, timeout_);  // failed earlier: retry once
+    std::vector<const char*> argv;
+    std::vector<size_t> lengths;
+    for (auto a : commands[s]) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    if (redisAppendCommandArgv(c.context, static_cast<int>(argv.size()), argv.data(),
+                               lengths.data()) != REDIS_OK) {
+      c.failIo("queueing " + std::string(commands[s][0]));
+    }
+  }
+  // Every request leaves before any reply is awaited: the servers work in parallel.
+  for (size_t s = 0; s < commands.size(); ++s) {
+    if (commands[s].empty()) continue;
+    Connection& c = *connections_[s];
+    int done = 0;
+    while (done == 0) {
+      if (redisBufferWrite(c.context, &done) != REDIS_OK) c.failIo("sending");
+    }
+  }
+  for (size_t s = 0; s < commands.size(); ++s) {
+    if (commands[s].empty()) continue;
+    Connection& c = *connections_[s];
+    void* raw = nullptr;
+    if (redisGetReply(c.context, &raw) != REDIS_OK || raw == nullptr) c.failIo("reading a reply");
+    replies[s] = std::shared_ptr<redisReply>(static_cast<redisReply*>(raw), freeReply);
+    if (replies[s]->type == REDIS_REPLY_ERROR) {
+      BAGUA_THROW(CacheStoreError, "Redis at " + where(c.server) + " answered " +
+                                       std::string(commands[s][0]) + " with " +
+                                       replyText(replies[s].get()));
+    }
+  }
+  return replies;
+}
+
+RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
+  std::vector<std::vector<std::string_view>> commands(servers_.size());
+  std::vector<std::vector<size_t>> order(servers_.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    size_t s = serverOf(keys[i]);
+    if (commands[s].empty()) commands[s].push_back("MGET");
+    commands[s].push_back(keys[i]);
+    order[s].push_back(i);
+  }
+  RedisValues out;
+  out.values_.resize(keys.size());
+  auto replies = roundTrip(commands);
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    if (order[s].empty()) continue;
+    const redisReply* r = replies[s].get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != order[s].size()) {
+      BAGUA_THROW(CacheStoreError, "Redis at " + where(servers_[s]) +
+                                       " answered MGET of " + std::to_string(order[s].size()) +
+                                       " keys with something else than as many values");
+    }
+    for (size_t j = 0; j < order[s].size(); ++j) {
+      const redisReply* e = r->element[j];
+      if (e->type == REDIS_REPLY_STRING) out.values_[order[s][j]] = std::string_view(e->str, e->len);
+    }
+    out.replies_.push_back(replies[s]);
+  }
+  return out;
+}
+
+void RedisShards::setMany(
+    const std::vector<std::pair<std::string_view, std::string_view>>& items) {
+  std::vector<std::vector<std::string_view>> commands(servers_.size());
+  for (const auto& [key, value] : items) {
+    size_t s = serverOf(key);
+    if (commands[s].empty()) commands[s].push_back("MSET");
+    commands[s].push_back(key);
+    commands[s].push_back(value);
+  }
+  roundTrip(commands);
+}
+
+std::vector<std::string> RedisShards::info(std::string_view section) {
+  std::vector<std::vector<std::string_view>> commands(servers_.size(), {"INFO", section});
+  std::vector<std::string> out;
+  for (auto& r : roundTrip(commands)) out.push_back(replyText(r.get()));
+  return out;
+}
+
+std::vector<int64_t> RedisShards::keyCounts() {
+  std::vector<std::vector<std::string_view>> commands(servers_.size(), {"DBSIZE"});
+  std::vector<int64_t> out;
+  for (auto& r : roundTrip(commands)) out.push_back(r->integer);
+  return out;
+}
+
+}  // namespace bagua
