@@ -4,6 +4,7 @@
 #include "python/src/data_binding.h"
 
 #include <Python.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -46,13 +47,6 @@ nb::object newByteArray(size_t size, uint8_t** data) {
   if (array == nullptr) throw nb::python_error();
   *data = reinterpret_cast<uint8_t*>(PyByteArray_AS_STRING(array));
   return nb::steal(array);
-}
-
-nb::object byteArrayOf(std::string_view bytes) {
-  uint8_t* data = nullptr;
-  nb::object out = newByteArray(bytes.size(), &data);
-  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
-  return out;
 }
 
 std::string_view viewOf(const nb::bytes& b) { return {b.c_str(), b.size()}; }
@@ -103,6 +97,21 @@ std::unique_ptr<RedisShards> newRedis(const std::vector<std::pair<std::string, i
   return std::make_unique<RedisShards>(std::move(list), password, timeout);
 }
 
+// A writable uint8 array over a fetched value, without a copy: it keeps the
+// value's reply alive until the last view of it (tensors decoded from it
+// included) is gone.
+using ByteView = nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>;
+
+nb::object viewOfReply(const RedisValues& values, size_t i) {
+  auto* owner = new std::shared_ptr<redisReply>(values.owner(i));
+  nb::capsule keep(owner, [](void* p) noexcept {
+    delete static_cast<std::shared_ptr<redisReply>*>(p);
+  });
+  std::string_view bytes = *values[i];
+  size_t shape[1] = {bytes.size()};
+  return nb::cast(ByteView(const_cast<char*>(bytes.data()), 1, shape, keep));
+}
+
 nb::list redisGetMany(RedisShards& redis, const std::vector<std::string>& keys) {
   std::vector<std::string_view> views(keys.begin(), keys.end());
   RedisValues values;
@@ -112,7 +121,7 @@ nb::list redisGetMany(RedisShards& redis, const std::vector<std::string>& keys) 
   }
   nb::list out;
   for (size_t i = 0; i < values.size(); ++i) {
-    out.append(values[i] ? byteArrayOf(*values[i]) : nb::none());
+    out.append(values[i] ? viewOfReply(values, i) : nb::none());
   }
   return out;
 }
@@ -180,7 +189,9 @@ void bindData(nb::module_& m) {
            "Connects to every (host, port), AUTH with password when given, then PING.")
       .def_static("available", &RedisShards::available,
                   "Whether this build has the Redis client (hiredis).")
-      .def("get_many", &redisGetMany, "keys"_a, "Values (bytearray or None) of keys, in order.")
+      .def("get_many", &redisGetMany, "keys"_a,
+           "Values of keys in order: writable uint8 NumPy arrays over the fetched bytes (no "
+           "copy), or None.")
       .def("set_many", &redisSetMany, "items"_a, "Stores (key, bytes) pairs.")
       .def("info", &RedisShards::info, "section"_a, release, "INFO section of every server.")
       .def("key_counts", &RedisShards::keyCounts, release, "DBSIZE of every server.")

@@ -3,7 +3,12 @@
 #include "runtime/data/redis_shards.h"
 
 #include <hiredis.h>
+#include <read.h>
 #include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <string>
 
@@ -17,6 +22,10 @@ timeval toTimeval(std::chrono::milliseconds t) {
   return timeval{static_cast<time_t>(t.count() / 1000),
                  static_cast<suseconds_t>(t.count() % 1000 * 1000)};
 }
+
+// Bytes read per system call. hiredis's own loop reads 16 KiB at a time:
+// 16 calls for a 256 KiB sample.
+constexpr size_t kReadBytes = 1 << 20;
 
 std::string where(const RedisServer& s) { return s.host + ":" + std::to_string(s.port); }
 
@@ -33,6 +42,7 @@ std::string replyText(const redisReply* r) {
 struct RedisShards::Connection {
   RedisServer server;
   redisContext* context = nullptr;
+  std::vector<char> input = std::vector<char>(kReadBytes);
 
   ~Connection() { close(); }
   void close() {
@@ -44,6 +54,29 @@ struct RedisShards::Connection {
     close();
     BAGUA_THROW(CacheConnectError,
                 "Redis at " + where(server) + ": " + doing + " failed: " + cause);
+  }
+  // The next reply, read with large reads into hiredis's parser.
+  std::shared_ptr<redisReply> readReply() {
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(context, &raw) != REDIS_OK) failIo("parsing a reply");
+    while (raw == nullptr) {
+      ssize_t n = ::read(context->fd, input.data(), input.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        std::string cause = n == 0 ? "the server closed the connection"
+                            : errno == EAGAIN || errno == EWOULDBLOCK
+                                ? "timed out"
+                                : std::strerror(errno);
+        close();
+        BAGUA_THROW(CacheConnectError,
+                    "Redis at " + where(server) + ": reading a reply failed: " + cause);
+      }
+      if (redisReaderFeed(context->reader, input.data(), static_cast<size_t>(n)) != REDIS_OK ||
+          redisGetReplyFromReader(context, &raw) != REDIS_OK) {
+        failIo("parsing a reply");
+      }
+    }
+    return std::shared_ptr<redisReply>(static_cast<redisReply*>(raw), freeReply);
   }
   // One command, its reply checked for I/O errors only.
   std::shared_ptr<redisReply> command(const std::vector<std::string_view>& args) {
@@ -143,9 +176,7 @@ std::vector<std::shared_ptr<redisReply>> RedisShards::roundTrip(
   for (size_t s = 0; s < commands.size(); ++s) {
     if (commands[s].empty()) continue;
     Connection& c = *connections_[s];
-    void* raw = nullptr;
-    if (redisGetReply(c.context, &raw) != REDIS_OK || raw == nullptr) c.failIo("reading a reply");
-    replies[s] = std::shared_ptr<redisReply>(static_cast<redisReply*>(raw), freeReply);
+    replies[s] = c.readReply();
     if (replies[s]->type == REDIS_REPLY_ERROR) {
       BAGUA_THROW(CacheStoreError, "Redis at " + where(c.server) + " answered " +
                                        std::string(commands[s][0]) + " with " +
@@ -166,20 +197,25 @@ RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
   }
   RedisValues out;
   out.values_.resize(keys.size());
+  out.owners_.resize(keys.size());
   auto replies = roundTrip(commands);
   for (size_t s = 0; s < servers_.size(); ++s) {
     if (order[s].empty()) continue;
-    const redisReply* r = replies[s].get();
+    redisReply* r = replies[s].get();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != order[s].size()) {
       BAGUA_THROW(CacheStoreError, "Redis at " + where(servers_[s]) +
                                        " answered MGET of " + std::to_string(order[s].size()) +
                                        " keys with something else than as many values");
     }
     for (size_t j = 0; j < order[s].size(); ++j) {
-      const redisReply* e = r->element[j];
-      if (e->type == REDIS_REPLY_STRING) out.values_[order[s][j]] = std::string_view(e->str, e->len);
+      redisReply* e = r->element[j];
+      if (e->type != REDIS_REPLY_STRING) continue;
+      // Detached from the array (freeReplyObject skips null elements), so
+      // each value is freed when its own last user lets go of it.
+      r->element[j] = nullptr;
+      out.owners_[order[s][j]] = std::shared_ptr<redisReply>(e, freeReply);
+      out.values_[order[s][j]] = std::string_view(e->str, e->len);
     }
-    out.replies_.push_back(replies[s]);
   }
   return out;
 }

@@ -32,17 +32,20 @@ struct RedisServer {
   int port = 6379;
 };
 
-// Values read by RedisShards::getMany, in the order of the keys; they point
-// into the replies this object keeps.
+// Values read by RedisShards::getMany, in the order of the keys. Each value
+// lives in its own reply, which owner(i) keeps alive: a caller may hand the
+// bytes on without copying them (the Python binding does).
 class RedisValues {
  public:
   size_t size() const { return values_.size(); }
   // The value of key i, or nullopt when the server has no such key.
   const std::optional<std::string_view>& operator[](size_t i) const { return values_[i]; }
+  // What keeps value i's bytes alive (null for a missing key).
+  const std::shared_ptr<redisReply>& owner(size_t i) const { return owners_[i]; }
 
  private:
   friend class RedisShards;
-  std::vector<std::shared_ptr<redisReply>> replies_;
+  std::vector<std::shared_ptr<redisReply>> owners_;
   std::vector<std::optional<std::string_view>> values_;
 };
 

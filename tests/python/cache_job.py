@@ -1,6 +1,6 @@
 """Jobs of test_cached_dataset.py that need their own processes.
 
-  share OUT BACKENDS: under torchrun (2 ranks, one node): for each backend, rank 0
+  share OUT BACKENDS: as 2 ranks of one node (torchrun's variables): for each backend, rank 0
       loads every sample (filling the cache), rank 1 then reads them all back
       from the cache; writes each rank's counters and the Redis server's pid.
   crash: starts a Redis cache (no hosts), prints the server's and watchdog's

@@ -24,7 +24,7 @@ import torch
 from bagua import _C
 from bagua.torch_api.contrib import CachedDataset, CacheLoader
 from bagua.torch_api.contrib import cache_codec
-from conftest import HERE, load_ranks, torchrun
+from conftest import HERE, load_ranks
 
 HAVE_REDIS = shutil.which("redis-server") is not None and _C.RedisShards.available()
 needs_redis = pytest.mark.skipif(
@@ -74,13 +74,14 @@ def gone_within(pid, seconds=5.0):
 
 
 def torch_values():
+    warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
     gen = torch.Generator().manual_seed(0)
     out = []
     for name in cache_codec._TORCH_DTYPE_NAMES:
         dtype = getattr(torch, name, None)
         if not isinstance(dtype, torch.dtype):
             continue
-        size = torch.empty((), dtype=dtype).element_size()
+        size = dtype.itemsize
         raw = torch.randint(0, 256, (6 * 5 * size,), dtype=torch.uint8, generator=gen)
         t = raw.view(dtype).reshape(6, 5)
         out += [(name, t), (name + "_t", t.t()), (name + "_0d", t[0, 0].clone()),
@@ -246,10 +247,22 @@ def test_killing_redis_mid_epoch_falls_back_to_the_source(loaders):
 
 
 def test_two_processes_share_the_cache(outdir):
+    """Two ranks of one node, as torchrun would start them (without its agent,
+    to save a third interpreter)."""
     backends = ["memory", "redis"] if HAVE_REDIS else ["memory"]
-    result = torchrun("cache_job.py", 2, ["share", os.path.join(outdir, "share"),
-                                          ",".join(backends)], timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+                   LOCAL_WORLD_SIZE="2", GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "cache_job.py"), "share",
+             os.path.join(outdir, "share"), ",".join(backends)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, out[-3000:]
     ranks = load_ranks(os.path.join(outdir, "share"), 2)
     for backend in backends:
         writer, reader = ranks[0][backend], ranks[1][backend]
