@@ -197,7 +197,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--samples", type=int, default=256, help="dataset size")
-    p.add_argument("--side", type=int, default=288, help="image side (pixels): ~2 ms of decode here")
+    p.add_argument("--side", type=int, default=288,
+                   help="image side in pixels (288: ~2 ms of decode on the dev VM)")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--getsamples", type=int, default=512, help="samples for batchget")
     p.add_argument("--rounds", type=int, default=30, help="interleaved rounds of batchget")

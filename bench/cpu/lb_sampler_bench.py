@@ -147,9 +147,10 @@ def main():
         sps = [r["steps"] / r["seconds"] for r in rows]
         rate[method] = sps
         sample_rate[method] = [r["samples"] / r["seconds"] for r in rows]
+        samples_per_s = statistics.median(r["samples"] / r["seconds"] for r in rows)
         print(f"| {method} | {rows[0]['steps']} | {rows[0]['samples']} | "
               f"{rows[0]['padded_tokens']} | {min(sps):.2f} / {statistics.median(sps):.2f} / "
-              f"{max(sps):.2f} | {statistics.median(r['samples'] / r['seconds'] for r in rows):.1f} |")
+              f"{max(sps):.2f} | {samples_per_s:.1f} |")
     ratios = [b / a for a, b in zip(rate["baseline"], rate["balanced"])]
     sample_ratios = [b / a for a, b in zip(sample_rate["baseline"], sample_rate["balanced"])]
     print(f"\nbalanced / baseline per interleaved pair: steps/s "

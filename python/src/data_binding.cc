@@ -36,8 +36,8 @@ namespace bagua::python {
 namespace {
 
 std::chrono::milliseconds seconds(double s) {
-  BAGUA_ENFORCE(std::isfinite(s) && s > 0, "a timeout must be a positive number of seconds, got " +
-                                               std::to_string(s));
+  BAGUA_ENFORCE(std::isfinite(s) && s > 0,
+                "a timeout must be a positive number of seconds, got " + std::to_string(s));
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(s * 1000)));
 }
 
@@ -67,7 +67,8 @@ nb::list memoryGetMany(MemoryCache& cache, const std::vector<std::string>& keys)
   return out;
 }
 
-size_t memoryPutMany(MemoryCache& cache, const std::vector<std::pair<std::string, nb::bytes>>& items) {
+size_t memoryPutMany(MemoryCache& cache,
+                     const std::vector<std::pair<std::string, nb::bytes>>& items) {
   size_t stored = 0;
   for (const auto& [key, value] : items) {
     if (cache.put(key, viewOf(value)) == CachePutResult::kStored) ++stored;
@@ -104,9 +105,8 @@ using ByteView = nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>;
 
 nb::object viewOfReply(const RedisValues& values, size_t i) {
   auto* owner = new std::shared_ptr<redisReply>(values.owner(i));
-  nb::capsule keep(owner, [](void* p) noexcept {
-    delete static_cast<std::shared_ptr<redisReply>*>(p);
-  });
+  nb::capsule keep(owner,
+                   [](void* p) noexcept { delete static_cast<std::shared_ptr<redisReply>*>(p); });
   std::string_view bytes = *values[i];
   size_t shape[1] = {bytes.size()};
   return nb::cast(ByteView(const_cast<char*>(bytes.data()), 1, shape, keep));
@@ -158,16 +158,19 @@ void bindData(nb::module_& m) {
                   "The cache another process of this node created (its attach_path).")
       .def("get", &memoryGet, "key"_a, "The value (a bytearray) or None.")
       .def("get_many", &memoryGetMany, "keys"_a, "Values (bytearray or None) of keys, in order.")
-      .def("put",
-           [](MemoryCache& c, const std::string& key, const nb::bytes& value) {
-             return c.put(key, viewOf(value)) == CachePutResult::kStored;
-           },
-           "key"_a, "value"_a, "Stores value; False when it is larger than max_value_bytes.")
-      .def("put_many", &memoryPutMany, "items"_a, "Stores (key, bytes) pairs; returns how many fit.")
+      .def(
+          "put",
+          [](MemoryCache& c, const std::string& key, const nb::bytes& value) {
+            return c.put(key, viewOf(value)) == CachePutResult::kStored;
+          },
+          "key"_a, "value"_a, "Stores value; False when it is larger than max_value_bytes.")
+      .def("put_many", &memoryPutMany, "items"_a,
+           "Stores (key, bytes) pairs; returns how many fit.")
       .def("clear", &MemoryCache::clear, release)
-      .def("stats", [](MemoryCache& c) { return counterDict(c.stats()); },
-           "Node-wide counters: hits, misses, inserts, evictions, rejected, recoveries, entries, "
-           "bytes.")
+      .def(
+          "stats", [](MemoryCache& c) { return counterDict(c.stats()); },
+          "Node-wide counters: hits, misses, inserts, evictions, rejected, recoveries, entries, "
+          "bytes.")
       .def_prop_ro("attach_path", &MemoryCache::attachPath)
       .def_prop_ro("shard_count", &MemoryCache::shardCount)
       .def_prop_ro("capacity_bytes", &MemoryCache::capacityBytes)
@@ -186,7 +189,7 @@ void bindData(nb::module_& m) {
   nb::class_<RedisShards>(m, "RedisShards",
                           "Redis servers with keys sharded by hash; batched, pipelined MGET/MSET.")
       .def_static("connect", &newRedis, "servers"_a, "password"_a = "", "timeout_s"_a = 5.0,
-           "Connects to every (host, port), AUTH with password when given, then PING.")
+                  "Connects to every (host, port), AUTH with password when given, then PING.")
       .def_static("available", &RedisShards::available,
                   "Whether this build has the Redis client (hiredis).")
       .def("get_many", &redisGetMany, "keys"_a,
@@ -206,14 +209,15 @@ void bindData(nb::module_& m) {
       .def_prop_ro("pid", &GuardedProcess::pid)
       .def_prop_ro("watchdog_pid", &GuardedProcess::watchdogPid)
       .def("running", &GuardedProcess::running)
-      .def("stop", [](GuardedProcess& p, double timeoutS) { p.stop(seconds(timeoutS)); },
-           "timeout_s"_a = 5.0, release,
-           "Kills the server and reaps it and its watchdog.");
+      .def(
+          "stop", [](GuardedProcess& p, double timeoutS) { p.stop(seconds(timeoutS)); },
+          "timeout_s"_a = 5.0, release, "Kills the server and reaps it and its watchdog.");
 
   m.def("process_ended", &processEnded, "pid"_a,
         "Whether process pid has ended (absent or a zombie).");
-  m.def("cache_key_hash", [](const std::string& key) { return cacheKeyHash(key); }, "key"_a,
-        "The 64-bit hash that shards cache keys.");
+  m.def(
+      "cache_key_hash", [](const std::string& key) { return cacheKeyHash(key); }, "key"_a,
+      "The 64-bit hash that shards cache keys.");
 }
 
 }  // namespace bagua::python

@@ -204,8 +204,7 @@ uint64_t CacheShard::find(std::string_view key, uint64_t hash) const {
     if (s[i].tag == 0) return slotCount_;
     if (s[i].tag != tag) continue;
     const Record* record = recordAt(s[i].position);
-    if (record->keyBytes == key.size() &&
-        std::memcmp(record + 1, key.data(), key.size()) == 0) {
+    if (record->keyBytes == key.size() && std::memcmp(record + 1, key.data(), key.size()) == 0) {
       return i;
     }
   }

@@ -5,9 +5,9 @@
 #include "runtime/data/guarded_process.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
-#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -79,9 +79,10 @@ void writeAll(int fd, const char* data, size_t size) {
 }
 
 void defaultSignals() {
-  struct sigaction dfl{};
+  struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT})
+    ::sigaction(sig, &dfl, nullptr);
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -164,8 +165,8 @@ struct Plan {
 
 }  // namespace
 
-GuardedProcess::GuardedProcess(const std::vector<std::string>& argv,
-                               const std::string& stdinText, const std::string& logPath) {
+GuardedProcess::GuardedProcess(const std::vector<std::string>& argv, const std::string& stdinText,
+                               const std::string& logPath) {
   BAGUA_ENFORCE(!argv.empty(), "a guarded process needs a program to run");
   const std::string program = findProgram(argv[0]);
   std::vector<char*> args;
@@ -174,8 +175,8 @@ GuardedProcess::GuardedProcess(const std::vector<std::string>& argv,
 
   posix::Fd log(::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log.valid()) {
-    BAGUA_THROW(InvalidArgument, "cannot write the server log " + logPath + ": " +
-                                     std::strerror(errno));
+    BAGUA_THROW(InvalidArgument,
+                "cannot write the server log " + logPath + ": " + std::strerror(errno));
   }
   int input[2], report[2], control[2];
   if (::pipe2(input, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0 ||
@@ -185,7 +186,7 @@ GuardedProcess::GuardedProcess(const std::vector<std::string>& argv,
   posix::Fd inputRead(input[0]), inputWrite(input[1]), reportRead(report[0]),
       reportWrite(report[1]), controlRead(control[0]), controlWrite(control[1]);
   Plan plan{program.c_str(), args.data(), stdinText.data(), stdinText.size(), log.get(),
-            input[0], input[1], control[0], report[1], ::getpid()};
+            input[0],        input[1],    control[0],       report[1],        ::getpid()};
 
   pid_t watchdog = ::fork();
   if (watchdog < 0) throw std::system_error(errno, std::generic_category(), "fork");

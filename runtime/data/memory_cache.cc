@@ -46,8 +46,8 @@ std::unique_ptr<MemoryCache> MemoryCache::create(uint64_t capacityBytes, uint32_
     shards = static_cast<uint32_t>(
         std::clamp<uint64_t>(capacityBytes / kAutoShardBytes, 1, kMaxAutoShards));
   }
-  BAGUA_ENFORCE(shards <= kMaxShards, "shard count " + std::to_string(shards) +
-                                          " is above " + std::to_string(kMaxShards));
+  BAGUA_ENFORCE(shards <= kMaxShards, "shard count " + std::to_string(shards) + " is above " +
+                                          std::to_string(kMaxShards));
   const uint64_t perShard = alignDown((capacityBytes - kPage) / shards, kPage);
   const uint64_t entries = std::max<uint64_t>(perShard / meanEntryBytes, kMinSlots / 4 * 3);
   const uint64_t slots = std::max(kMinSlots, std::bit_ceil(entries * 4 / 3 + 1));
@@ -78,11 +78,11 @@ std::unique_ptr<MemoryCache> MemoryCache::attach(const std::string& path) {
   BAGUA_ENFORCE(segment.size() >= kPage && std::memcmp(header->magic, kMagic, 8) == 0 &&
                     header->version == kVersion,
                 path + " is not a bagua memory cache (version " + std::to_string(kVersion) + ")");
-  BAGUA_ENFORCE(header->shards > 0 && header->shards <= kMaxShards &&
-                    kPage + header->shards * header->shardStride <= segment.size() &&
-                    CacheShard::bytesFor(header->slotCount, header->ringBytes) <=
-                        header->shardStride,
-                path + " holds a damaged cache layout");
+  BAGUA_ENFORCE(
+      header->shards > 0 && header->shards <= kMaxShards &&
+          kPage + header->shards * header->shardStride <= segment.size() &&
+          CacheShard::bytesFor(header->slotCount, header->ringBytes) <= header->shardStride,
+      path + " holds a damaged cache layout");
   return std::unique_ptr<MemoryCache>(new MemoryCache(std::move(segment)));
 }
 

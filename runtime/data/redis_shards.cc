@@ -64,9 +64,8 @@ struct RedisShards::Connection {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         std::string cause = n == 0 ? "the server closed the connection"
-                            : errno == EAGAIN || errno == EWOULDBLOCK
-                                ? "timed out"
-                                : std::strerror(errno);
+                            : errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
+                                                                      : std::strerror(errno);
         close();
         BAGUA_THROW(CacheConnectError,
                     "Redis at " + where(server) + ": reading a reply failed: " + cause);
@@ -86,8 +85,8 @@ struct RedisShards::Connection {
       argv.push_back(a.data());
       lengths.push_back(a.size());
     }
-    void* raw = redisCommandArgv(context, static_cast<int>(argv.size()), argv.data(),
-                                 lengths.data());
+    void* raw =
+        redisCommandArgv(context, static_cast<int>(argv.size()), argv.data(), lengths.data());
     if (raw == nullptr) failIo(std::string(args[0]));
     return std::shared_ptr<redisReply>(static_cast<redisReply*>(raw), freeReply);
   }
@@ -103,9 +102,8 @@ struct RedisShards::Connection {
       if (reply->type == REDIS_REPLY_ERROR) {
         std::string answer = replyText(reply.get());
         close();
-        BAGUA_THROW(CacheAuthError, "Redis at " + where(server) +
-                                        " refused the password: " + answer +
-                                        " (pass the server's password as password=...)");
+        BAGUA_THROW(CacheAuthError, "Redis at " + where(server) + " refused the password: " +
+                                        answer + " (pass the server's password as password=...)");
       }
     }
     auto pong = command({"PING"});
@@ -114,8 +112,7 @@ struct RedisShards::Connection {
       close();
       if (answer.rfind("NOAUTH", 0) == 0) {
         BAGUA_THROW(CacheAuthError, "Redis at " + where(server) +
-                                        " needs a password: pass password=... (" + answer +
-                                        ")");
+                                        " needs a password: pass password=... (" + answer + ")");
       }
       BAGUA_THROW(CacheStoreError, "Redis at " + where(server) + " answered PING with " + answer);
     }
@@ -203,8 +200,8 @@ RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
     if (order[s].empty()) continue;
     redisReply* r = replies[s].get();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != order[s].size()) {
-      BAGUA_THROW(CacheStoreError, "Redis at " + where(servers_[s]) +
-                                       " answered MGET of " + std::to_string(order[s].size()) +
+      BAGUA_THROW(CacheStoreError, "Redis at " + where(servers_[s]) + " answered MGET of " +
+                                       std::to_string(order[s].size()) +
                                        " keys with something else than as many values");
     }
     for (size_t j = 0; j < order[s].size(); ++j) {
@@ -220,8 +217,7 @@ RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
   return out;
 }
 
-void RedisShards::setMany(
-    const std::vector<std::pair<std::string_view, std::string_view>>& items) {
+void RedisShards::setMany(const std::vector<std::pair<std::string_view, std::string_view>>& items) {
   std::vector<std::vector<std::string_view>> commands(servers_.size());
   for (const auto& [key, value] : items) {
     size_t s = serverOf(key);

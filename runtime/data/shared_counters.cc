@@ -19,9 +19,9 @@ static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
 }  // namespace
 
 std::unique_ptr<SharedCounters> SharedCounters::create(size_t count) {
-  BAGUA_ENFORCE(count > 0 && count <= kMaxCounters,
-                "shared counter count " + std::to_string(count) + " is not in [1, " +
-                    std::to_string(kMaxCounters) + "]");
+  BAGUA_ENFORCE(count > 0 && count <= kMaxCounters, "shared counter count " +
+                                                        std::to_string(count) + " is not in [1, " +
+                                                        std::to_string(kMaxCounters) + "]");
   SharedSegment segment =
       SharedSegment::create("bagua-cache-stats", kHeaderBytes + count * sizeof(uint64_t));
   std::memcpy(segment.data(), kMagic, sizeof(kMagic));

@@ -48,15 +48,15 @@ SharedSegment SharedSegment::attach(const std::string& path) {
                                      " (its creating process must be alive, on this node, and "
                                      "run as the same user)");
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || st.st_size <= 0) {
     BAGUA_THROW(InvalidArgument, "the shared cache segment " + path + " is empty or unreadable");
   }
   size_t bytes = static_cast<size_t>(st.st_size);
   uint8_t* base = mapShared(fd.get(), bytes);
   if (base == nullptr) {
-    BAGUA_THROW(InvalidArgument, "cannot map the shared cache segment " + path + ": " +
-                                     std::strerror(errno));
+    BAGUA_THROW(InvalidArgument,
+                "cannot map the shared cache segment " + path + ": " + std::strerror(errno));
   }
   return SharedSegment(std::move(fd), base, bytes);
 }

@@ -109,7 +109,8 @@ class Custom:
 
 def python_values():
     return [
-        ("scalars", (None, True, False, 0, -7, 2**63 - 1, -(2**63), 3.25, "héllo\u2603", b"\0\xff")),
+        ("scalars", (None, True, False, 0, -7, 2**63 - 1, -(2**63), 3.25, "héllo\u2603",
+                     b"\0\xff")),
         ("big_int", 2**100),
         ("containers", {"a": [1, (2, 3)], 5: {"x": None}, (1, 2): b"k"}),
         ("numpy", [np.arange(12, dtype=">i4").reshape(3, 4), np.array(True),

@@ -111,7 +111,7 @@ TEST(GuardedProcess, TheServerDiesWithAKilledWatchdog) {
 }
 
 std::string socketInode(int fd) {
-  struct stat st{};
+  struct stat st {};
   ::fstat(fd, &st);
   return "socket:[" + std::to_string(st.st_ino) + "]";
 }

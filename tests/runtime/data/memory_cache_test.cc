@@ -78,7 +78,8 @@ TEST(MemoryCache, EvictsTheOldestFirstWhenFull) {
   const size_t valueBytes = 1000;
   int inserted = 0;
   while (cache->stats().evictions == 0) {
-    cache->put("k" + std::to_string(inserted), valueFor("k" + std::to_string(inserted), 0, valueBytes));
+    cache->put("k" + std::to_string(inserted),
+               valueFor("k" + std::to_string(inserted), 0, valueBytes));
     ++inserted;
   }
   const int extra = 50;

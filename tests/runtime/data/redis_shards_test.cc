@@ -49,9 +49,8 @@ constexpr const char* kPassword = "test-password-1";
 // A redis-server on a free loopback port with kPassword, ready to serve.
 struct Server {
   int port = freePort();
-  std::string log = (fs::temp_directory_path() /
-                     ("bagua-redis-test-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(port)))
+  std::string log = (fs::temp_directory_path() / ("bagua-redis-test-" + std::to_string(::getpid()) +
+                                                  "-" + std::to_string(port)))
                         .string();
   std::unique_ptr<GuardedProcess> process;
 
@@ -138,8 +137,7 @@ TEST(RedisShardsProcess, PasswordsAndUnreachableServersGiveTheirOwnErrors) {
     RedisShards unreachable({{"127.0.0.1", closed}}, "", 2s);
     FAIL() << "connected to a closed port";
   } catch (const CacheConnectError& e) {
-    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(closed)),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(closed)), std::string::npos)
         << e.what();
   }
 }

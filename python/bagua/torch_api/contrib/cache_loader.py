@@ -85,10 +85,11 @@ class CacheLoader:
         self._pending = {}
         self._retry_at = 0.0
         self._finalizer = None
+        self._closing = False
 
     def __getstate__(self):
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_pending", "_finalizer", "_counters")}
+                 if k not in ("_pending", "_finalizer", "_counters", "_closing")}
         state["_counters_path"] = self._counters.attach_path
         return state
 
@@ -195,6 +196,8 @@ class CacheLoader:
             self._retry_at = time.monotonic() + self._retry_interval_s
             self._count("dropped_writes", len(self._pending))
             self._pending.clear()
+        if self._closing:  # at exit another rank may have stopped the server first
+            return
         if self._count("warned") == 0:  # once for the loader and all its workers
             warnings.warn(
                 f"bagua cache ({self.backend}, dataset_name={self.dataset_name!r}): the store "
@@ -221,5 +224,6 @@ class CacheLoader:
         """Flushes, and stops the Redis server this process started (also done
         at exit)."""
         if self._pid == os.getpid():
+            self._closing = True
             self.flush()
             self.store.close()
