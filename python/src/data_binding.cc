@@ -99,14 +99,14 @@ std::unique_ptr<RedisShards> newRedis(const std::vector<std::pair<std::string, i
 }
 
 // A writable uint8 array over a fetched value, without a copy: it keeps the
-// value's reply alive until the last view of it (tensors decoded from it
+// value's buffer alive until the last view of it (tensors decoded from it
 // included) is gone.
 using ByteView = nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>;
 
 nb::object viewOfReply(const RedisValues& values, size_t i) {
-  auto* owner = new std::shared_ptr<redisReply>(values.owner(i));
+  auto* owner = new std::shared_ptr<char[]>(values.owner(i));
   nb::capsule keep(owner,
-                   [](void* p) noexcept { delete static_cast<std::shared_ptr<redisReply>*>(p); });
+                   [](void* p) noexcept { delete static_cast<std::shared_ptr<char[]>*>(p); });
   std::string_view bytes = *values[i];
   size_t shape[1] = {bytes.size()};
   return nb::cast(ByteView(const_cast<char*>(bytes.data()), 1, shape, keep));

@@ -142,18 +142,19 @@ struct Plan {
   unsigned control = static_cast<unsigned>(p.controlRead);
   if (control > 3) closeFrom(3, control - 1);
   closeFrom(control + 1, ~0U);
-  int starterFd = -1;
+  int starterFd = -1, serverFd = -1;  // pidfds: readable when the process ends
 #ifdef SYS_pidfd_open
   starterFd = static_cast<int>(::syscall(SYS_pidfd_open, p.starter, 0));
+  serverFd = static_cast<int>(::syscall(SYS_pidfd_open, server, 0));
 #endif
   for (;;) {
-    pollfd fds[2] = {{p.controlRead, POLLIN, 0}, {starterFd, POLLIN, 0}};
-    int ready = ::poll(fds, starterFd >= 0 ? 2 : 1, kWatchdogTickMs);
+    pollfd fds[3] = {{p.controlRead, POLLIN, 0}, {starterFd, POLLIN, 0}, {serverFd, POLLIN, 0}};
+    int ready = ::poll(fds, 3, kWatchdogTickMs);  // a negative fd is skipped
     if (::waitpid(server, &status, WNOHANG) == server) {
       ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     }
     bool stop = ::getppid() != p.starter;  // starter gone (no pidfd: this is the check)
-    if (ready > 0) stop = stop || fds[0].revents != 0 || (starterFd >= 0 && fds[1].revents != 0);
+    if (ready > 0) stop = stop || fds[0].revents != 0 || fds[1].revents != 0;
     if (stop) {
       ::kill(server, SIGKILL);
       while (::waitpid(server, &status, 0) < 0 && errno == EINTR) {

@@ -1,5 +1,7 @@
 // RedisShards over hiredis's blocking API: commands are appended to each
-// server's output buffer, every buffer is flushed, then the replies are read.
+// server's output buffer, every buffer is flushed, then the replies are read:
+// MGET's by RespArrayReader (values straight into their own buffers), the
+// others by hiredis's parser fed with large reads.
 #include "runtime/data/redis_shards.h"
 
 #include <hiredis.h>
@@ -10,10 +12,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include <exception>
 #include <string>
 
 #include "runtime/data/cache_errors.h"
 #include "runtime/data/key_hash.h"
+#include "runtime/data/resp_array_reader.h"
 
 namespace bagua {
 namespace {
@@ -26,6 +30,8 @@ timeval toTimeval(std::chrono::milliseconds t) {
 // Bytes read per system call. hiredis's own loop reads 16 KiB at a time:
 // 16 calls for a 256 KiB sample.
 constexpr size_t kReadBytes = 1 << 20;
+// Free value buffers kept for reuse (value_pool.h), per client.
+constexpr size_t kPoolBytes = 32 << 20;
 
 std::string where(const RedisServer& s) { return s.host + ":" + std::to_string(s.port); }
 
@@ -43,6 +49,7 @@ struct RedisShards::Connection {
   RedisServer server;
   redisContext* context = nullptr;
   std::vector<char> input = std::vector<char>(kReadBytes);
+  RespArrayReader arrays{kReadBytes};
 
   ~Connection() { close(); }
   void close() {
@@ -123,7 +130,10 @@ bool RedisShards::available() { return true; }
 
 RedisShards::RedisShards(std::vector<RedisServer> servers, std::string password,
                          std::chrono::milliseconds timeout)
-    : servers_(std::move(servers)), password_(std::move(password)), timeout_(timeout) {
+    : servers_(std::move(servers)),
+      password_(std::move(password)),
+      timeout_(timeout),
+      pool_(ValuePool::create(kPoolBytes)) {
   BAGUA_ENFORCE(!servers_.empty(), "the Redis cache needs at least one server, got none");
   BAGUA_ENFORCE(timeout_.count() > 0,
                 "Redis timeout must be above 0 ms, got " + std::to_string(timeout_.count()));
@@ -143,48 +153,63 @@ size_t RedisShards::serverOf(std::string_view key) const {
   return serverOfKey(key, servers_.size());
 }
 
-std::vector<std::shared_ptr<redisReply>> RedisShards::roundTrip(
-    const std::vector<std::vector<std::string_view>>& commands) {
-  std::vector<std::shared_ptr<redisReply>> replies(commands.size());
+void RedisShards::exchange(const Commands& commands, const std::function<void(size_t)>& read) {
+  std::exception_ptr first;
+  std::vector<bool> sent(commands.size(), false);
   for (size_t s = 0; s < commands.size(); ++s) {
     if (commands[s].empty()) continue;
     Connection& c = *connections_[s];
-    if (c.context == nullptr) c.connect(password_, timeout_);  // failed earlier: retry once
-    std::vector<const char*> argv;
-    std::vector<size_t> lengths;
-    for (auto a : commands[s]) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(c.context, static_cast<int>(argv.size()), argv.data(),
-                               lengths.data()) != REDIS_OK) {
-      c.failIo("queueing " + std::string(commands[s][0]));
+    try {
+      if (c.context == nullptr) c.connect(password_, timeout_);  // failed earlier: retry once
+      std::vector<const char*> argv;
+      std::vector<size_t> lengths;
+      for (auto a : commands[s]) {
+        argv.push_back(a.data());
+        lengths.push_back(a.size());
+      }
+      if (redisAppendCommandArgv(c.context, static_cast<int>(argv.size()), argv.data(),
+                                 lengths.data()) != REDIS_OK) {
+        c.failIo("queueing " + std::string(commands[s][0]));
+      }
+      // Written now, read below: no server waits for another's reply to be read.
+      for (int done = 0; done == 0;) {
+        if (redisBufferWrite(c.context, &done) != REDIS_OK) c.failIo("sending");
+      }
+      sent[s] = true;
+    } catch (...) {
+      if (!first) first = std::current_exception();
+      c.close();
     }
   }
-  // Every request leaves before any reply is awaited: the servers work in parallel.
   for (size_t s = 0; s < commands.size(); ++s) {
-    if (commands[s].empty()) continue;
-    Connection& c = *connections_[s];
-    int done = 0;
-    while (done == 0) {
-      if (redisBufferWrite(c.context, &done) != REDIS_OK) c.failIo("sending");
+    if (!sent[s]) continue;
+    try {
+      read(s);
+    } catch (const CacheStoreError&) {  // an error reply, read in full: still in step
+      if (!first) first = std::current_exception();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+      connections_[s]->close();
     }
   }
-  for (size_t s = 0; s < commands.size(); ++s) {
-    if (commands[s].empty()) continue;
-    Connection& c = *connections_[s];
-    replies[s] = c.readReply();
-    if (replies[s]->type == REDIS_REPLY_ERROR) {
-      BAGUA_THROW(CacheStoreError, "Redis at " + where(c.server) + " answered " +
-                                       std::string(commands[s][0]) + " with " +
-                                       replyText(replies[s].get()));
-    }
-  }
-  return replies;
+  if (first) std::rethrow_exception(first);
 }
 
+namespace {
+
+// hiredis reads the replies of commands other than MGET: an error reply is a
+// CacheStoreError naming the server and the command.
+void checkReply(const redisReply* r, const RedisServer& server, std::string_view command) {
+  if (r->type == REDIS_REPLY_ERROR) {
+    BAGUA_THROW(CacheStoreError, "Redis at " + where(server) + " answered " + std::string(command) +
+                                     " with " + replyText(r));
+  }
+}
+
+}  // namespace
+
 RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
-  std::vector<std::vector<std::string_view>> commands(servers_.size());
+  Commands commands(servers_.size());
   std::vector<std::vector<size_t>> order(servers_.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     size_t s = serverOf(keys[i]);
@@ -195,25 +220,31 @@ RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
   RedisValues out;
   out.values_.resize(keys.size());
   out.owners_.resize(keys.size());
-  auto replies = roundTrip(commands);
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    if (order[s].empty()) continue;
-    redisReply* r = replies[s].get();
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != order[s].size()) {
-      BAGUA_THROW(CacheStoreError, "Redis at " + where(servers_[s]) + " answered MGET of " +
-                                       std::to_string(order[s].size()) +
-                                       " keys with something else than as many values");
+  exchange(commands, [&](size_t s) {
+    Connection& c = *connections_[s];
+    std::vector<std::optional<RespArrayReader::Value>> values;
+    std::string error;
+    auto status = c.arrays.read(c.context->fd, order[s].size(), *pool_, values, error);
+    if (status == RespArrayReader::Status::kServerError) {
+      BAGUA_THROW(CacheStoreError, "Redis at " + where(c.server) + " answered MGET with " + error);
+    }
+    if (status == RespArrayReader::Status::kProtocolError) {
+      c.close();
+      BAGUA_THROW(CacheStoreError,
+                  "Redis at " + where(c.server) + " sent a malformed MGET reply: " + error);
+    }
+    if (status != RespArrayReader::Status::kOk) {
+      c.close();
+      BAGUA_THROW(CacheConnectError,
+                  "Redis at " + where(c.server) + ": reading a reply failed: " + error);
     }
     for (size_t j = 0; j < order[s].size(); ++j) {
-      redisReply* e = r->element[j];
-      if (e->type != REDIS_REPLY_STRING) continue;
-      // Detached from the array (freeReplyObject skips null elements), so
-      // each value is freed when its own last user lets go of it.
-      r->element[j] = nullptr;
-      out.owners_[order[s][j]] = std::shared_ptr<redisReply>(e, freeReply);
-      out.values_[order[s][j]] = std::string_view(e->str, e->len);
+      if (!values[j]) continue;
+      size_t i = order[s][j];
+      out.owners_[i] = std::move(values[j]->bytes);
+      out.values_[i] = std::string_view(out.owners_[i].get(), values[j]->size);
     }
-  }
+  });
   return out;
 }
 
@@ -225,20 +256,27 @@ void RedisShards::setMany(const std::vector<std::pair<std::string_view, std::str
     commands[s].push_back(key);
     commands[s].push_back(value);
   }
-  roundTrip(commands);
+  exchange(commands,
+           [&](size_t s) { checkReply(connections_[s]->readReply().get(), servers_[s], "MSET"); });
 }
 
 std::vector<std::string> RedisShards::info(std::string_view section) {
-  std::vector<std::vector<std::string_view>> commands(servers_.size(), {"INFO", section});
-  std::vector<std::string> out;
-  for (auto& r : roundTrip(commands)) out.push_back(replyText(r.get()));
+  std::vector<std::string> out(servers_.size());
+  exchange(Commands(servers_.size(), {"INFO", section}), [&](size_t s) {
+    auto reply = connections_[s]->readReply();
+    checkReply(reply.get(), servers_[s], "INFO");
+    out[s] = replyText(reply.get());
+  });
   return out;
 }
 
 std::vector<int64_t> RedisShards::keyCounts() {
-  std::vector<std::vector<std::string_view>> commands(servers_.size(), {"DBSIZE"});
-  std::vector<int64_t> out;
-  for (auto& r : roundTrip(commands)) out.push_back(r->integer);
+  std::vector<int64_t> out(servers_.size());
+  exchange(Commands(servers_.size(), {"DBSIZE"}), [&](size_t s) {
+    auto reply = connections_[s]->readReply();
+    checkReply(reply.get(), servers_[s], "DBSIZE");
+    out[s] = reply->integer;
+  });
   return out;
 }
 

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-struct redisReply;
+#include "runtime/data/value_pool.h"
 
 namespace bagua {
 
@@ -33,7 +34,7 @@ struct RedisServer {
 };
 
 // Values read by RedisShards::getMany, in the order of the keys. Each value
-// lives in its own reply, which owner(i) keeps alive: a caller may hand the
+// lives in its own buffer, which owner(i) keeps alive: a caller may hand the
 // bytes on without copying them (the Python binding does).
 class RedisValues {
  public:
@@ -41,11 +42,11 @@ class RedisValues {
   // The value of key i, or nullopt when the server has no such key.
   const std::optional<std::string_view>& operator[](size_t i) const { return values_[i]; }
   // What keeps value i's bytes alive (null for a missing key).
-  const std::shared_ptr<redisReply>& owner(size_t i) const { return owners_[i]; }
+  const std::shared_ptr<char[]>& owner(size_t i) const { return owners_[i]; }
 
  private:
   friend class RedisShards;
-  std::vector<std::shared_ptr<redisReply>> owners_;
+  std::vector<std::shared_ptr<char[]>> owners_;
   std::vector<std::optional<std::string_view>> values_;
 };
 
@@ -80,15 +81,19 @@ class RedisShards {
 
  private:
   struct Connection;
-  // Sends one command per server (those with an empty argument list get
-  // none) and returns each server's reply, in server order.
-  std::vector<std::shared_ptr<redisReply>> roundTrip(
-      const std::vector<std::vector<std::string_view>>& commands);
+  using Commands = std::vector<std::vector<std::string_view>>;
+  // Sends one command per server (none to a server whose argument list is
+  // empty), all before any reply is awaited, then calls read(server) for
+  // each. A connection whose reply was not read in full is closed (it would
+  // be out of step; the next call reconnects); the others are read anyway,
+  // and the first error is rethrown after all.
+  void exchange(const Commands& commands, const std::function<void(size_t)>& read);
 
   std::vector<RedisServer> servers_;
   std::string password_;
   std::chrono::milliseconds timeout_;
   std::vector<std::unique_ptr<Connection>> connections_;
+  std::shared_ptr<ValuePool> pool_;  // buffers of fetched values, reused
 };
 
 }  // namespace bagua

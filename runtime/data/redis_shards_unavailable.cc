@@ -29,9 +29,6 @@ std::vector<std::string> RedisShards::info(std::string_view) { return {}; }
 
 std::vector<int64_t> RedisShards::keyCounts() { return {}; }
 
-std::vector<std::shared_ptr<redisReply>> RedisShards::roundTrip(
-    const std::vector<std::vector<std::string_view>>&) {
-  return {};
-}
+void RedisShards::exchange(const Commands&, const std::function<void(size_t)>&) {}
 
 }  // namespace bagua

@@ -154,6 +154,33 @@ TEST(RedisShardsProcess, AKilledServerGivesAConnectError) {
   EXPECT_THROW(redis.getMany({"k"}), CacheConnectError);  // the reconnect fails too
 }
 
+// One of two servers dies mid-batch: the call fails, and the connection to
+// the other stays in step (its reply was read), so the next call is right.
+TEST(RedisShardsProcess, AFailedBatchLeavesTheOtherServersInStep) {
+  if (!RedisShards::available()) GTEST_SKIP() << "built without hiredis";
+  if (!haveRedisServer()) GTEST_SKIP() << "redis-server is not installed";
+  ::signal(SIGPIPE, SIG_IGN);
+  Server a, b;
+  RedisShards redis({{"127.0.0.1", a.port}, {"127.0.0.1", b.port}}, kPassword, 2s);
+  std::vector<std::string> keys;
+  std::vector<std::pair<std::string_view, std::string_view>> items;
+  for (int i = 0; i < 40; ++i) keys.push_back("k" + std::to_string(i));
+  for (const auto& k : keys) items.emplace_back(k, k);
+  redis.setMany(items);
+  b.process->stop(5s);
+  std::vector<std::string_view> all(keys.begin(), keys.end()), onA;
+  for (const auto& k : keys) {
+    if (redis.serverOf(k) == 0) onA.push_back(k);
+  }
+  ASSERT_FALSE(onA.empty());
+  EXPECT_THROW(redis.getMany(all), CacheConnectError);
+  RedisValues got = redis.getMany(onA);
+  for (size_t i = 0; i < onA.size(); ++i) {
+    ASSERT_TRUE(got[i].has_value()) << onA[i];
+    EXPECT_EQ(*got[i], onA[i]);
+  }
+}
+
 TEST(RedisShards, ABuildWithoutHiredisSaysHowToGetIt) {
   if (RedisShards::available()) GTEST_SKIP() << "built with hiredis";
   try {
