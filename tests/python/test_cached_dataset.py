@@ -7,7 +7,6 @@ once; no server outlives its job, even a SIGKILLed one; bad input gets a
 clear error."""
 import collections
 import json
-import math
 import os
 import shutil
 import signal

@@ -1,10 +1,21 @@
 """CachedDataset: a map-style dataset whose samples are cached after their
 first load (CacheLoader keyed by the index)."""
+import operator
+
 from torch.utils.data.dataset import Dataset
 
 from .cache_loader import CacheLoader
 
 __all__ = ["CachedDataset"]
+
+
+def _index(item):
+    """An integer-like index (a NumPy or 0-d tensor one) as an int, so that
+    its key is "{dataset_name}_3" however the sampler spelled 3."""
+    try:
+        return operator.index(item)
+    except TypeError:
+        return item
 
 
 class CachedDataset(Dataset):
@@ -34,10 +45,10 @@ class CachedDataset(Dataset):
         return [self.dataset[i] for i in indices]
 
     def __getitem__(self, item):
-        return self.cache_loader.get_many([item], self._load_many)[0]
+        return self.cache_loader.get_many([_index(item)], self._load_many)[0]
 
     def __getitems__(self, items):
-        return self.cache_loader.get_many(items, self._load_many)
+        return self.cache_loader.get_many([_index(i) for i in items], self._load_many)
 
     def __len__(self):
         return len(self.dataset)

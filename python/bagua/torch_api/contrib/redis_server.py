@@ -24,7 +24,7 @@ import time
 
 from ... import _C
 from .. import env
-from .cache_backends import job_store, logger, node_count
+from .cache_backends import job_store, node_count
 
 _EVICTION_POLICIES = ("allkeys-random", "allkeys-lru", "allkeys-lfu", "volatile-lru",
                       "volatile-random", "volatile-lfu", "volatile-ttl", "noeviction")
