@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(meson ninja-build pkg-config g++ liburing-dev libboost-dev libfmt-dev
-          libgtest-dev libgmock-dev libgloo-dev python3 iproute2)
+          libgtest-dev libgmock-dev libgloo-dev libhiredis-dev redis-server python3 iproute2)
 
 missing_packages() {
   local missing=()

@@ -11,6 +11,7 @@
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
 //   build_info(), nccl_library(): what this build has, which NCCL it bound
 //   OptimList(device, tensors, ...), grad_mismatches(params, views): the fused optimizers
+//   MemoryCache, SharedCounters, RedisShards, GuardedProcess: the cached dataset's stores
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
 // NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
@@ -26,6 +27,7 @@
 #include "python/src/async_binding.h"
 #include "python/src/build_info.h"
 #include "python/src/callback_store.h"
+#include "python/src/data_binding.h"
 #include "python/src/local_updates_binding.h"
 #include "python/src/optim_binding.h"
 #include "python/src/process_group.h"
@@ -63,6 +65,7 @@ NB_MODULE(_C, m) {
            "Wraps a torch.distributed Store (set/get/add/wait).");
 
   bagua::python::bindRegistry(m);
+  bagua::python::bindData(m);  // after the translator above: its own are tried first
   m.def("has_nccl", &bagua::python::hasNccl,
         "Whether this build has the CUDA path (kernels, and NCCL bound at run time).");
   m.def("has_gloo", &bagua::python::hasGloo,
