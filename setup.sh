@@ -166,7 +166,7 @@ case "$cmd" in
     # The suites that run CPU collectives under every algorithm (the rest do
     # not depend on where collectives run and run in python-test).
     [ $# -gt 0 ] || set -- test_install.py test_communication.py test_torch_api.py \
-      test_weight_algorithms.py
+      test_weight_algorithms.py test_local_updates.py
     rc=0
     BAGUA_EXPECT_BUILD=cpu-torch-gloo run_pytest "$venv" "$@" || rc=$?
     rm -rf "$(dirname "$venv")"

@@ -14,6 +14,9 @@
 #   weights  algorithms_bench.py with issue 21's configurations, 10 Gbit/s and no limit
 #   soak     bench/gpu/async_soak.py, 4 ranks, SOAK_S seconds (default 540) of async
 #            training with abort/resume every 3 s, NCCL's default protocols
+#   diloco   local SGD and DiLoCo: CUDA correctness (2 ranks), then the benchmark at
+#            1 Gbit/s, 10 Gbit/s and no limit (DILOCO_LIMITS, DILOCO_CONFIGS,
+#            DILOCO_EXTRA: more algorithms_bench.py arguments)
 #   diloco   tests/python/local_updates_job.py --device cuda (2 ranks: local SGD and DiLoCo
 #            against their references, identical start points, exact checkpoint restart);
 #            then algorithms_bench.py with issue 30's configurations (no communication,
@@ -169,8 +172,8 @@ for r in range(2):
     print('diloco_check rank', r, {k: d[k] for k in ('local_sgd_max_diff', 'averaging_max_diff',
           'reference_max_diff', 'reference_max_x0_diff', 'start_points_identical',
           'x0_changed_at', 'checkpoint_max_diff')})"
-      R=nocomm_sgd,ga_sgd,bytegrad_sgd,diloco_sgd,local_sgd_sgd,torch_plsgd_sgd
-      for limit in 1000 10000 0; do
+      R=${DILOCO_CONFIGS:-nocomm_sgd,ga_sgd,bytegrad_sgd,diloco_sgd,local_sgd_sgd,torch_plsgd_sgd}
+      for limit in ${DILOCO_LIMITS:-1000 10000 0}; do
         label=diloco_${limit}
         envs=()
         [ "$limit" != 0 ] && envs=(BAGUA_NET_RATE_LIMIT_MBPS=$limit)
@@ -179,11 +182,12 @@ for r in range(2):
         [ "$limit" = 0 ] && slow=20
         ranks "$label" 4 300 "${envs[@]}" -- "$HERE/algorithms_bench.py" --configs $R \
           --rounds "${DILOCO_ROUNDS:-2}" --warmup 2 --slow-steps $slow --long-steps 200 \
-          --out "$OUT/$label.json"
+          ${DILOCO_EXTRA:-} --out "$OUT/$label.json"
         grep "steps/s" "$OUT/$label.log" | tail -n 12
       done
-      python3 "$HERE/diloco_summary.py" "$OUT"/diloco_1000.json "$OUT"/diloco_10000.json \
-        "$OUT"/diloco_0.json | tee "$OUT/diloco_summary.md"
+      summaries=()
+      for limit in ${DILOCO_LIMITS:-1000 10000 0}; do summaries+=("$OUT/diloco_$limit.json"); done
+      python3 "$HERE/diloco_summary.py" "${summaries[@]}" | tee "$OUT/diloco_summary.md"
       ;;
     *) echo "unknown step $step" ;;
   esac

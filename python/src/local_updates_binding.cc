@@ -1,7 +1,8 @@
 // bagua._C.LocalSGD and bagua._C.DiLoCo: the runtime's local SGD
 // (runtime/algorithms/local_sgd.h) and DiLoCo (runtime/algorithms/diloco.h)
 // over a ProcessGroup, with the training's CUDA stream passed as an integer
-// to each call. Both own no thread; they are built in place (not movable).
+// to each call. Both own no thread; Python holds them through Held<>, which
+// destroys them with the GIL released.
 #include "python/src/local_updates_binding.h"
 
 #include <nanobind/stl/map.h>
@@ -9,6 +10,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
+
+#include <memory>
 
 #include "python/src/process_group.h"
 #include "runtime/algorithms/diloco.h"
@@ -20,28 +23,48 @@ using namespace nb::literals;
 namespace bagua::python {
 namespace {
 
-void constructLocalSgd(LocalSgd* self, ProcessGroup& group, const TensorTuples& tensors,
+// The runtime object as Python holds it: destroyed with the GIL released,
+// since its destructor waits for communication in flight, which a CPU group
+// over torch's Gloo needs the GIL to finish (torch_communicator.h).
+template <typename T>
+struct Held {
+  std::unique_ptr<T> impl;
+  T& operator*() { return *impl; }
+  ~Held() {
+    if (PyGILState_Check()) {
+      nb::gil_scoped_release release;
+      impl.reset();
+    }
+  }
+};
+using PyLocalSgd = Held<LocalSgd>;
+using PyDiLoCo = Held<DiLoCo>;
+
+void constructLocalSgd(PyLocalSgd* self, ProcessGroup& group, const TensorTuples& tensors,
                        int64_t syncEvery, double timeoutS) {
   LocalSgd::Options o;
   o.syncEvery = syncEvery;
   o.timeout = timeoutFromSeconds(timeoutS);
   const Device device = group.comm()->device();
-  new (self)
-      LocalSgd(group.comm(), group.ops(), tensorSpecs(tensors, device), stepOpsFor(device), o);
+  new (self) PyLocalSgd{std::make_unique<LocalSgd>(group.comm(), group.ops(),
+                                                   tensorSpecs(tensors, device),
+                                                   stepOpsFor(device), o)};
 }
 
-void constructDiLoCo(DiLoCo* self, ProcessGroup& group, const TensorTuples& tensors,
+void constructDiLoCo(PyDiLoCo* self, ProcessGroup& group, const TensorTuples& tensors,
                      const OptionMap& options, size_t bucketBytes, double timeoutS) {
   DiLoCo::Options o = diLoCoOptions(AlgorithmRegistry::global().resolve("diloco", options));
   o.bucketBytes = bucketBytes;
   o.timeout = timeoutFromSeconds(timeoutS);
   const Device device = group.comm()->device();
-  new (self) DiLoCo(group.comm(), group.ops(), tensorSpecs(tensors, device), stepOpsFor(device), o);
+  new (self) PyDiLoCo{std::make_unique<DiLoCo>(group.comm(), group.ops(),
+                                               tensorSpecs(tensors, device), stepOpsFor(device),
+                                               o)};
 }
 
-nb::list stateBuffers(const DiLoCo& d) {
+nb::list stateBuffers(PyDiLoCo& d) {
   nb::list out;
-  for (const DiLoCo::StateBuffer& b : d.stateBuffers()) {
+  for (const DiLoCo::StateBuffer& b : (*d).stateBuffers()) {
     out.append(nb::make_tuple(b.name, dtypeName(b.dtype), b.numel));
   }
   return out;
@@ -51,44 +74,56 @@ nb::list stateBuffers(const DiLoCo& d) {
 
 void bindLocalUpdates(nb::module_& m) {
   const auto release = nb::call_guard<nb::gil_scoped_release>();
-  nb::class_<LocalSgd>(m, "LocalSGD")
+  nb::class_<PyLocalSgd>(m, "LocalSGD")
       .def("__init__", &constructLocalSgd, "group"_a, "tensors"_a, "sync_every"_a,
            "timeout_s"_a = 300.0, release,
            "Averages `tensors` (name, data pointer, numel, dtype) exactly every sync_every "
            "local steps over `group`; every rank the same tensors.")
-      .def("after_step", &LocalSgd::afterStep, "stream"_a = 0, release,
+      .def("after_step", [](PyLocalSgd& l, uintptr_t stream) { (*l).afterStep(stream); },
+           "stream"_a = 0, release,
            "After the optimizer step: counts the local step; every sync_every-th, averages.")
-      .def_prop_rw("steps", &LocalSgd::steps, &LocalSgd::setSteps)
-      .def_prop_ro("syncs", &LocalSgd::syncs)
-      .def_prop_ro("last_sync_step", &LocalSgd::lastSyncStep);
+      .def_prop_rw(
+          "steps", [](PyLocalSgd& l) { return (*l).steps(); },
+          [](PyLocalSgd& l, int64_t steps) { (*l).setSteps(steps); })
+      .def_prop_ro("syncs", [](PyLocalSgd& l) { return (*l).syncs(); })
+      .def_prop_ro("last_sync_step", [](PyLocalSgd& l) { return (*l).lastSyncStep(); });
 
-  nb::class_<DiLoCo>(m, "DiLoCo")
+  nb::class_<PyDiLoCo>(m, "DiLoCo")
       .def("__init__", &constructDiLoCo, "group"_a, "tensors"_a, "options"_a,
            "bucket_bytes"_a = 10u << 20, "timeout_s"_a = 300.0, release,
            "DiLoCo over `tensors` (name, data pointer, numel, dtype) with the registry's "
            "'diloco' options; the start point is the tensors' current values.")
-      .def("after_step", &DiLoCo::afterStep, "stream"_a = 0, release,
+      .def("after_step", [](PyDiLoCo& d, uintptr_t stream) { (*d).afterStep(stream); },
+           "stream"_a = 0, release,
            "After the optimizer step: applies the updates due, sends the fragments scheduled.")
-      .def("flush", &DiLoCo::flush, release, "Waits until no communication is in flight.")
-      .def_prop_ro("steps", &DiLoCo::steps)
-      .def_prop_ro("fragments", &DiLoCo::fragments)
-      .def("last_send_step", &DiLoCo::lastSendStep, "fragment"_a)
-      .def("last_apply_step", &DiLoCo::lastApplyStep, "fragment"_a)
+      .def("flush", [](PyDiLoCo& d) { (*d).flush(); }, release,
+           "Waits until no communication is in flight.")
+      .def_prop_ro("steps", [](PyDiLoCo& d) { return (*d).steps(); })
+      .def_prop_ro("fragments", [](PyDiLoCo& d) { return (*d).fragments(); })
+      .def("last_send_step", [](PyDiLoCo& d, size_t f) { return (*d).lastSendStep(f); },
+           "fragment"_a)
+      .def("last_apply_step", [](PyDiLoCo& d, size_t f) { return (*d).lastApplyStep(f); },
+           "fragment"_a)
       .def("state_buffers", &stateBuffers, "(name, dtype, numel) of every checkpointed buffer.")
       .def(
           "save_buffer",
-          [](DiLoCo& d, const std::string& name, uintptr_t ptr, uintptr_t stream) {
-            d.saveBuffer(name, reinterpret_cast<void*>(ptr), stream);
+          [](PyDiLoCo& d, const std::string& name, uintptr_t ptr, uintptr_t stream) {
+            (*d).saveBuffer(name, reinterpret_cast<void*>(ptr), stream);
           },
           "name"_a, "ptr"_a, "stream"_a = 0, release)
       .def(
           "load_buffer",
-          [](DiLoCo& d, const std::string& name, uintptr_t ptr, uintptr_t stream) {
-            d.loadBuffer(name, reinterpret_cast<const void*>(ptr), stream);
+          [](PyDiLoCo& d, const std::string& name, uintptr_t ptr, uintptr_t stream) {
+            (*d).loadBuffer(name, reinterpret_cast<const void*>(ptr), stream);
           },
           "name"_a, "ptr"_a, "stream"_a = 0, release)
-      .def("due_steps", &DiLoCo::dueSteps)
-      .def("restore", &DiLoCo::restore, "steps"_a, "due"_a, release);
+      .def("due_steps", [](PyDiLoCo& d) { return (*d).dueSteps(); })
+      .def(
+          "restore",
+          [](PyDiLoCo& d, int64_t steps, const std::vector<int64_t>& due) {
+            (*d).restore(steps, due);
+          },
+          "steps"_a, "due"_a, release);
 }
 
 }  // namespace bagua::python
