@@ -9,7 +9,7 @@
 # Usage: WHEEL=<bagua wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT [PARTS]
 #   PARTS: comma list of correctness,large,small,e2e (default: all)
 #   GTEST: the kernels' GPU GoogleTest built on the CPU machine
-#          (build/tests/kernels/kernels_gpu_test; it needs only libcudart.so.13):
+#          (build/tests/kernels/kernels_gpu_test; the CUDA runtime is linked in):
 #          its OptimCuda.* tests run first (GPU against the CPU reference).
 # Writes OUT/env.txt, OUT/fused.json, OUT/fused.txt (the tables), OUT/fused.log
 # and OUT/kernels_gpu_test.log.
@@ -19,11 +19,6 @@ PARTS=${2:-correctness,large,small,e2e}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
-# The pip NCCL and CUDA runtime torch loads (the binding links both).
-NVIDIA=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))')/nvidia
-NCCL_LIB=$(dirname "$(find "$NVIDIA" -name 'libnccl.so.2' | head -n 1)")
-CUDART_LIB=$(dirname "$(find "$NVIDIA" -name 'libcudart.so.13*' | head -n 1)")
-export LD_LIBRARY_PATH=$NCCL_LIB:$CUDART_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 {
   echo "date: $(date -u +%FT%TZ)"
