@@ -7,7 +7,7 @@
 //     scatter, reduce_scatter, alltoall, alltoall_v, send, recv, barrier
 //   Reducer(group, store, algorithm, tensors, bucket_bytes, timeout_s, prefix, options)
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
-//   OptimList(device, tensors, ...), grad_mismatches(params, views): the fused optimizers
+//   OptimList(device, tensors, ...), FlatWatch(params, ...): the fused optimizers
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
 // NotAvailable -> NotImplementedError, other bagua errors -> RuntimeError;
@@ -22,6 +22,7 @@
 
 #include "python/src/async_binding.h"
 #include "python/src/callback_store.h"
+#include "python/src/flat_watch.h"
 #include "python/src/optim_binding.h"
 #include "python/src/process_group.h"
 #include "python/src/reducer_binding.h"
@@ -132,4 +133,5 @@ NB_MODULE(_C, m) {
 
   bagua::python::bindAsync(m);
   bagua::python::bindOptim(m);
+  bagua::python::bindFlatWatch(m);
 }
