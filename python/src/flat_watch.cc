@@ -139,6 +139,7 @@ class FlatWatch {
     if (Py_TYPE(gradDescr_.ptr()) == &PyGetSetDescr_Type) {
       auto* d = reinterpret_cast<PyGetSetDescrObject*>(gradDescr_.ptr());
       getter_ = d->d_getset->get;
+      setter_ = d->d_getset->set;
       closure_ = d->d_getset->closure;
       owner_ = d->d_common.d_type;
     }
@@ -161,27 +162,40 @@ class FlatWatch {
     if (layout && !views_.empty() && offsets_.size() == n) enableFields(*layout);
   }
 
-  // (missing, odd, moved): parameters whose gradient is None, whose gradient
-  // is another tensor than the view, whose data moved.
-  std::tuple<Indices, Indices, Indices> check() const {
+  // (missing, odd, moved, grads): parameters whose gradient is None, whose
+  // gradient is another tensor than the view (grads: those gradients),
+  // whose data moved.
+  std::tuple<Indices, Indices, Indices, nb::list> check() const {
     Indices missing, odd, moved;
+    nb::list grads;
     if (!fields_) {
-      for (size_t i = 0; i < params_.size(); ++i) classify(i, missing, odd, moved);
+      for (size_t i = 0; i < params_.size(); ++i) classify(i, missing, odd, moved, grads);
     } else {
       for (size_t i = 0; i < params_.size(); ++i) {
-        if (!untouched(i)) classify(i, missing, odd, moved);
+        if (!untouched(i)) classify(i, missing, odd, moved, grads);
       }
     }
-    return {std::move(missing), std::move(odd), std::move(moved)};
+    return {std::move(missing), std::move(odd), std::move(moved), std::move(grads)};
   }
 
-  // After the group put a view back (its gradient).
-  void setGradView(size_t i, nb::object view) {
-    BAGUA_ENFORCE(i < params_.size(), "FlatWatch: index " + std::to_string(i) + " of " +
-                                          std::to_string(params_.size()) + " parameters");
-    if (views_.empty()) return;
-    views_[i] = std::move(view);
-    if (fields_) viewImpls_[i] = word(addressOf(views_[i]), f_.impl);
+  // p.grad = views[k] for each i = indices[k] (the group's views, put back).
+  void setGrads(const Indices& indices, nb::list views) {
+    BAGUA_ENFORCE(nb::len(views) == indices.size(),
+                  "FlatWatch.set_grads: " + std::to_string(indices.size()) + " indices but " +
+                      std::to_string(nb::len(views)) + " views");
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const size_t i = indices[k];
+      BAGUA_ENFORCE(i < params_.size(), "FlatWatch: index " + std::to_string(i) + " of " +
+                                            std::to_string(params_.size()) + " parameters");
+      nb::object view = views[k];
+      const int rc = setter_ != nullptr
+                         ? setter_(params_[i].ptr(), view.ptr(), closure_)
+                         : PyObject_SetAttrString(params_[i].ptr(), "grad", view.ptr());
+      if (rc != 0) throw nb::python_error();
+      if (views_.empty()) continue;
+      views_[i] = std::move(view);
+      if (fields_) viewImpls_[i] = word(addressOf(views_[i]), f_.impl);
+    }
   }
 
   size_t size() const { return params_.size(); }
@@ -197,7 +211,8 @@ class FlatWatch {
     fields_ = true;
     for (size_t i = 0; i < params_.size() && fields_; ++i) {
       Indices missing, odd, moved;
-      classify(i, missing, odd, moved);
+      nb::list grads;
+      classify(i, missing, odd, moved, grads);
       fields_ = untouched(i) == (missing.empty() && odd.empty() && moved.empty());
     }
     if (!fields_) viewImpls_.clear();
@@ -211,15 +226,15 @@ class FlatWatch {
     return meta != 0 && word(meta, f_.grad) == viewImpls_[i];
   }
 
-  void classify(size_t i, Indices& missing, Indices& odd, Indices& moved) const {
+  void classify(size_t i, Indices& missing, Indices& odd, Indices& moved, nb::list& grads) const {
     PyObject* p = params_[i].ptr();
-    PyObject* g = grad(p);
-    if (g == Py_None) {
+    nb::object g = nb::steal(grad(p));
+    if (g.is_none()) {
       missing.push_back(i);
-    } else if (views_.empty() ? pointer(g) != gradPtrs_[i] : g != views_[i].ptr()) {
+    } else if (views_.empty() ? pointer(g.ptr()) != gradPtrs_[i] : !g.is(views_[i])) {
       odd.push_back(i);
+      grads.append(g);
     }
-    Py_DECREF(g);
     if (pointer(p) != dataPtrs_[i]) moved.push_back(i);
   }
 
@@ -244,6 +259,7 @@ class FlatWatch {
   std::vector<uintptr_t> gradPtrs_, dataPtrs_, offsets_, viewImpls_;
   nb::object gradDescr_, dataPtr_;
   getter getter_ = nullptr;
+  setter setter_ = nullptr;
   void* closure_ = nullptr;
   PyTypeObject* owner_ = nullptr;
   uintptr_t storage_;
@@ -269,9 +285,10 @@ void bindFlatWatch(nb::module_& m) {
           "(grad_ptrs); data_ptrs where each parameter's data must start; layout, storage "
           "and offsets to read fields (exact checks).")
       .def("check", &FlatWatch::check,
-           "(missing, odd, moved): indices of parameters whose .grad is None, whose .grad "
-           "is not the group's view, whose data moved.")
-      .def("set_grad_view", &FlatWatch::setGradView, "index"_a, "view"_a)
+           "(missing, odd, moved, grads): indices of parameters whose .grad is None, whose "
+           ".grad is not the group's view (grads: those .grad), whose data moved.")
+      .def("set_grads", &FlatWatch::setGrads, "indices"_a, "views"_a,
+           "params[i].grad = views[k] for i = indices[k].")
       .def_prop_ro("reads_fields", &FlatWatch::readsFields)
       .def("__len__", &FlatWatch::size);
 }

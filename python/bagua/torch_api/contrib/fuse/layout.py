@@ -150,7 +150,9 @@ class FlatGroup:
         # not lower the count), so they compare data pointers.
         self.grad_views = self._views(self.G) if exact else None
         self.grad_ptrs = [self.G.data_ptr() + a * self.G.element_size() for a in self.bounds[:-1]]
-        self._repoint_grads(range(len(self.params)), initial=True)
+        who = [i for i, p in enumerate(self.params) if p.grad is not None]
+        for i, v in zip(who, self._repoint_grads(who, [self.params[i].grad for i in who])):
+            self.params[i].grad = v
         self.watch = _C.FlatWatch(
             self.params, self.grad_views, self.grad_ptrs,
             [v.data_ptr() for v in self.param_views], _GRAD_DESCR, _DATA_PTR,
@@ -170,33 +172,26 @@ class FlatGroup:
     def view_of(self, buf, i):
         return buf[self.bounds[i]:self.bounds[i + 1]].as_strided(self.shapes[i], self.strides[i])
 
-    def _repoint_grads(self, indices, initial=False):
-        """Gradients of `indices` (tensors, not the views): copied into the
-        gradient buffer, the view put back."""
-        src, who = [], []
-        for i in indices:
-            g = self.params[i].grad
-            if g is None:
-                continue
-            if g.is_sparse:
-                raise ValueError(
-                    f"bagua fuse_optimizer: parameter {i} of a fused group (shape "
-                    f"{tuple(self.shapes[i])}) has a sparse gradient; flat buffers hold dense "
-                    "gradients only (use the unfused optimizer for sparse gradients)")
-            src.append(g)
-            who.append(i)
-        if not src:
-            return
+    def _repoint_grads(self, who, grads):
+        """Gradients `grads` of parameters `who` (tensors, not the views):
+        copied into the gradient buffer; returns the views to put back."""
+        if not who:
+            return []
         views = ([self.grad_views[i] for i in who] if self.exact
                  else [self.view_of(self.G, i) for i in who])
-        with torch.no_grad():
-            torch._foreach_copy_(views, src)
-        for i, v in zip(who, views):
-            self.params[i].grad = v
-            if not initial:
-                self.watch.set_grad_view(i, v)
-        if not initial:
-            self.stats["grads_relaid"] += len(who)
+        try:
+            with torch.no_grad():
+                torch._foreach_copy_(views, grads)
+        except RuntimeError:
+            for i, g in zip(who, grads):
+                if g.is_sparse:
+                    raise ValueError(
+                        f"bagua fuse_optimizer: parameter {i} of a fused group (shape "
+                        f"{tuple(self.shapes[i])}) has a sparse gradient; flat buffers hold "
+                        "dense gradients only (use the unfused optimizer for sparse "
+                        "gradients)") from None
+            raise
+        return views
 
     def _adopt(self, state):
         """Lays the optimizer's existing state of these parameters into buffers
@@ -276,11 +271,12 @@ class FlatGroup:
         if (not self.exact and self.all_viewed and
                 (_use_count(self.P), _use_count(self.G)) == self.counts):
             return ()
-        missing, odd, moved = self.watch.check()
+        missing, odd, moved, grads = self.watch.check()
         if moved:
             self._repoint_data(state, moved)
         if odd:
-            self._repoint_grads(odd)
+            self.watch.set_grads(odd, self._repoint_grads(odd, grads))
+            self.stats["grads_relaid"] += len(odd)
         if not self.exact:
             self._baseline(not missing)
         return missing
