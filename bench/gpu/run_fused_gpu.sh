@@ -6,8 +6,8 @@
 # the same run, and end to end. Two calls of under 8 minutes each (wheel
 # install included; the benchmark is cut at BENCH_TIMEOUT, default 420 s):
 #
-#   WHEEL=<wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT correctness,large,small
-#   WHEEL=<wheel> bash bench/gpu/run_fused_gpu.sh OUT e2e
+#   WHEEL=<wheel> bash bench/gpu/run_fused_gpu.sh OUT large,small
+#   WHEEL=<wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT correctness,e2e
 #
 #   PARTS: comma list of correctness,large,small,e2e (default: all of them, ~8-10 min)
 #   GTEST: the kernels' GPU GoogleTest built on the CPU machine
