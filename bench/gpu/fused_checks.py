@@ -37,47 +37,130 @@ def check_correctness(device):
             log(f"  {key:18s} max rel diff {err:.3g} (tolerance {tol:g}) "
                 f"{'ok' if err <= tol else 'FAIL'}")
     if device.type == "cuda":
-        out["kernels gpu == cpu bitwise"] = kernels_bitwise(device)
-        log(f"  CUDA kernels give the CPU reference's bits: {out['kernels gpu == cpu bitwise']}")
+        bits = kernels_bitwise(device)
+        out["kernels gpu == cpu bitwise"] = bits
+        log(f"  CUDA kernels give the CPU reference's bits: {bits['all']}")
     return out
+
+
+SIZES = [1, 3, 1000, 4097, 8193, 100003]
+
+
+def _ieee(which, step, p, g, st):
+    """The kernels' element math (kernels/optim/optim_math.h) in torch fp32
+    operations, one rounding each (no fused multiply-add: no alpha=, no
+    addcmul; sqrt through float64): a third opinion when the GPU and the CPU
+    disagree."""
+    f = torch.float32
+
+    def c(x):
+        return torch.tensor(x, dtype=f)
+
+    def sqrt(x):  # torch's CPU sqrt is not correctly rounded; via double it is
+        return x.double().sqrt().float()
+    if which == "sgd":  # lr 0.1, momentum 0.9, dampening 0, weight decay 0.01, nesterov
+        g = g + c(0.01) * p
+        buf = g.clone() if step == 1 else st[0] * c(0.9) + c(1.0) * g
+        g = g + c(0.9) * buf
+        return p + c(-0.1) * g, [buf, st[1], st[2]]
+    if which == "adam":  # lr 0.01, betas (0.9, 0.999), eps 1e-8, decoupled wd 0.1, amsgrad
+        b1, b2, lr = 0.9, 0.999, 0.01
+        bc1, bc2 = 1.0 - b1 ** step, 1.0 - b2 ** step
+        p = p * c(1.0 - lr * 0.1)
+        w = c(1.0 - b1)
+        m = st[0] + w * (g - st[0])
+        v = st[1] * c(b2) + c(1.0 - b2) * g * g
+        vmax = torch.where((st[2] > v) | torch.isnan(st[2]), st[2], v)
+        denom = sqrt(vmax) / c(bc2 ** 0.5) + c(1e-8)
+        return p + c(-(lr / bc1)) * (m / denom), [m, v, vmax]
+    # adagrad: lr 0.1, lr_decay 0.01, no weight decay, eps 1e-10
+    clr = 0.1 / (1.0 + (step - 1.0) * 0.01)
+    s = st[0] + c(1.0) * g * g
+    return p + c(-clr) * (g / (sqrt(s) + c(1e-10))), [s, st[1], st[2]]
+
+
+def _ulps(a, b):
+    """Largest distance in units in the last place between two tensors of one dtype."""
+    it = torch.int32 if a.dtype == torch.float32 else torch.int16
+    ai, bi = a.contiguous().view(it).long(), b.contiguous().view(it).long()
+    # Map the sign-magnitude bit patterns onto one ordered integer line.
+    top = 1 << (31 if it == torch.int32 else 15)
+    ai = torch.where(ai < 0, -(ai + top), ai)
+    bi = torch.where(bi < 0, -(bi + top), bi)
+    return int((ai - bi).abs().max()) if a.numel() else 0
 
 
 def kernels_bitwise(device):
     """SGD, Adam and Adagrad through bagua._C.OptimList on the GPU and on the
-    CPU from the same values: the same bits (docs: kernels/README.md)."""
+    CPU from the same values, 3 steps, each case from fresh tensors: the
+    same bits (docs: kernels/README.md). On device "cpu" both lists are CPU
+    lists (the check checking itself, tests/python/test_fused_kernels.py). Each case reports where the two
+    differ (slot, tensor, element, ULPs) and which side one rounding per
+    operation in torch fp32 (_ieee) agrees with, so a failure says whether
+    the kernel or the reference is off."""
     from bagua import _C
 
-    ok = True
-    sizes = [1, 3, 1000, 4097, 8193, 100003]
+    names = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
+    slot_names = ("param", "grad", "state0", "state1", "state2")
+    out = {}
     for dtype in (torch.float32, torch.bfloat16):
-        gen = torch.Generator().manual_seed(3)
-        host = [[torch.randn(n, generator=gen).to(dtype) for n in sizes] for _ in range(2)]
-        host += [[torch.rand(n, generator=gen).to(dtype) for n in sizes] for _ in range(3)]
-        dev = [[t.to(device) for t in slot] for slot in host]
-        name = {torch.float32: "float32", torch.bfloat16: "bfloat16"}[dtype]
         for which in ("sgd", "adam", "adagrad"):
+            gen = torch.Generator().manual_seed(3)
+            host = [[torch.randn(n, generator=gen).to(dtype) for n in SIZES] for _ in range(2)]
+            host += [[torch.rand(n, generator=gen).to(dtype) for n in SIZES] for _ in range(3)]
+            emu = [[t.float().clone() for t in slot] for slot in host]
+            dev = [[t.to(device, copy=True) for t in slot] for slot in host]
+            inputs_equal = all(torch.equal(h, d.cpu()) for sh, sd in zip(host, dev)
+                               for h, d in zip(sh, sd))
+            slots = 1 if which != "adam" else 3
             lists = []
-            for tensors, index in ((host, -1), (dev, device.index or 0)):
-                slots = 1 if which != "adam" else 3
-                entries = [(sizes[i], tensors[0][i].data_ptr(), tensors[1][i].data_ptr(),
+            index = -1 if device.type == "cpu" else device.index or 0
+            for tensors, index in ((host, -1), (dev, index)):
+                entries = [(n, tensors[0][i].data_ptr(), tensors[1][i].data_ptr(),
                             *[tensors[2 + k][i].data_ptr() for k in range(slots)],
-                            *([0] * (3 - slots)), 0) for i in range(len(sizes))]
-                lists.append(_C.OptimList(index, entries, name, name))
+                            *([0] * (3 - slots)), 0) for i, n in enumerate(SIZES)]
+                lists.append(_C.OptimList(index, entries, names[dtype], names[dtype]))
+            stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
             for step in (1, 2, 3):
-                for olist, stream in ((lists[0], 0), (lists[1],
-                                                      torch.cuda.current_stream().cuda_stream)):
+                for olist, st in ((lists[0], 0), (lists[1], stream)):
                     if which == "sgd":
-                        olist.sgd(0.1, 0.9, 0.0, 0.01, True, False, step == 1, stream=stream)
+                        olist.sgd(0.1, 0.9, 0.0, 0.01, True, False, step == 1, stream=st)
                     elif which == "adam":
                         olist.adam(0.01, 0.9, 0.999, 1e-8, 0.1, float(step), True, True, False,
-                                   stream=stream)
+                                   stream=st)
                     else:
-                        olist.adagrad(0.1, 0.01, 0.0, 1e-10, float(step), False, stream=stream)
-            torch.cuda.synchronize()
-            for slot_h, slot_d in zip(host, dev):
-                for h, d in zip(slot_h, slot_d):
-                    ok = ok and torch.equal(h.view(torch.int16 if dtype != torch.float32
-                                                   else torch.int32),
-                                            d.cpu().view(torch.int16 if dtype != torch.float32
-                                                         else torch.int32))
-    return ok
+                        olist.adagrad(0.1, 0.01, 0.0, 1e-10, float(step), False, stream=st)
+                for i in range(len(SIZES)):
+                    p, new = _ieee(which, step, emu[0][i], emu[1][i],
+                                   [emu[2 + k][i] for k in range(3)])
+                    # Stored in the tensors' dtype after every step, as the kernels do.
+                    emu[0][i] = p.to(dtype).float()
+                    for k in range(3):
+                        if k < slots:
+                            emu[2 + k][i] = new[k].to(dtype).float()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            case = dict(inputs_equal=inputs_equal, gpu_equals_cpu=True, differing={})
+            cpu_ieee = gpu_ieee = True
+            for s, (sh, sd, se) in enumerate(zip(host, dev, emu)):
+                for i, (h, d, e) in enumerate(zip(sh, sd, se)):
+                    d = d.cpu()
+                    e = e.to(dtype)
+                    cpu_ieee = cpu_ieee and torch.equal(h, e)
+                    gpu_ieee = gpu_ieee and torch.equal(d, e)
+                    if torch.equal(h, d):
+                        continue
+                    case["gpu_equals_cpu"] = False
+                    bad = (h != d).nonzero().flatten()
+                    j = int(bad[0])
+                    case["differing"][f"{slot_names[s]}[{SIZES[i]}]"] = dict(
+                        elements=int(bad.numel()), max_ulps=_ulps(h, d), first=j,
+                        cpu=float(h[j]), gpu=float(d[j]), ieee=float(e[j]))
+            case.update(cpu_equals_ieee_emulation=cpu_ieee, gpu_equals_ieee_emulation=gpu_ieee)
+            key = f"{which} {names[dtype]}"
+            out[key] = case
+            log(f"  bitwise {key:16s} gpu == cpu: {case['gpu_equals_cpu']}  (inputs equal "
+                f"{inputs_equal}; cpu == ieee emulation {cpu_ieee}, gpu == ieee emulation "
+                f"{gpu_ieee}){'' if case['gpu_equals_cpu'] else ' ' + str(case['differing'])}")
+    out["all"] = all(c["gpu_equals_cpu"] for c in out.values())
+    return out

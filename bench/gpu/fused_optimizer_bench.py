@@ -13,17 +13,22 @@ Configurations per set: torch fused/foreach AdamW, torch fused SGD momentum,
 torch fused on ONE flat tensor of the same size, Lion (plain PyTorch)
 unfused and on one flat tensor, and ours: fuse_optimizer(AdamW), (SGD
 momentum), (Lamb) and (Lion), each with check_flatten=True (every tensor
-checked every step) and False (use counts only). "% bw" = bytes the step
-must move / time / copy bandwidth (AdamW 28 B per parameter, SGD momentum and
-Lion 20, Lamb 28); copy bandwidth = 2 x bytes of a 4 GiB device-to-device
-copy / its time. The slow torch baselines of the small set run few steps.
+checked every step) and False (use counts only), each on FRESH parameters
+(never the tensors an earlier configuration laid out); a configuration that
+fell back to the unfused optimizer is marked NOT FUSED. "% bw" = bytes the
+step must move / time / copy bandwidth (AdamW 28 B per parameter, SGD
+momentum and Lion 20, Lamb 28); copy bandwidth = 2 x bytes of a 4 GiB
+device-to-device copy / its time. The slow torch baselines of the small set
+run 1-2 steps (0.5-7 s each). The small set also reports our host time
+alone (the same number of 1-element tensors). The large set sweeps the
+kernels' tuning around the defaults.
 
 Also: end to end (steps/s of a 50M-parameter MLP and of a model of many
 small tensors, zero_grad() at torch's default, fused vs torch fused AdamW),
 and correctness on the GPU (each path against the unfused optimizer over 100
 steps; the CUDA kernels against their CPU reference, bit for bit).
 
-  python3 bench/gpu/fused_optimizer_bench.py --out OUT/fused.json
+  python3 bench/gpu/fused_optimizer_bench.py --out OUT/fused.json [--parts correctness,large,small,e2e]
   python3 bench/gpu/fused_optimizer_bench.py --device cpu --scale 0.001 --out x.json  (smoke test)
 """
 import argparse
@@ -41,6 +46,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
 sys.path.insert(0, HERE)
 
 from fused_checks import check_correctness  # noqa: E402
+from fused_e2e import bench_end_to_end  # noqa: E402
 from fused_support import Lion  # noqa: E402
 
 from bagua.torch_api.contrib import Lamb, fuse_optimizer  # noqa: E402
@@ -141,37 +147,81 @@ def torch_opt(kind, params, impl):
     raise ValueError(kind)
 
 
-def run_config(name, kind, make_opt, device, warmup, iters, numel, bw, results, extra=None):
+def run_config(name, kind, make_opt, device, warmup, iters, numel, bw, results, extra=None,
+               fresh=None):
+    """Times make_opt(params).step(); params: `fresh()` (new parameters with
+    gradients: every fused configuration gets its own, never the tensors an
+    earlier one laid out) or None (make_opt takes none)."""
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
+    params = fresh() if fresh is not None else None
+    sync(device)
     t0 = time.perf_counter()
-    opt = make_opt()
+    opt = make_opt(params) if fresh is not None else make_opt()
+    sync(device)
     setup_s = time.perf_counter() - t0
+    del params
     times = time_steps(opt.step, device, warmup, iters)
     s = summary(times)
     s.update(name=name, kind=kind, setup_s=setup_s, params=numel)
     s["pct_copy_bw"] = 100.0 * BYTES_PER_PARAM[kind] * numel / (s["median_ms"] * 1e-3) / \
         (bw * 1e9)
-    if hasattr(opt, "bagua_fused_stats"):
+    fused = getattr(opt, "_bagua_fused", None)
+    if fused is not None:
         s["stats"] = opt.bagua_fused_stats()
+        # A configuration that fell back to the unfused optimizer measures nothing of ours.
+        s["fused"] = not any(plan.unfused for plan in fused.plans)
+        s["native"] = sum(len(plan.natives) for plan in fused.plans)
+        s["exact_check"] = "use counts" if not fused.exact else "fields" if all(
+            flat.watch.reads_fields for plan in fused.plans for flat in plan.flats) else \
+            "accessors"
     if extra:
         s.update(extra)
     results.append(s)
+    tag = "" if fused is None else (f"  [fused, {s['native']} native, check by {s['exact_check']}]"
+                                    if s["fused"] else "  [NOT FUSED: invalid]")
     log(f"  {name:34s} median {s['median_ms']:9.3f} ms  (min {s['min_ms']:.3f}, max "
         f"{s['max_ms']:.3f}, {s['steps']} steps)  {s['pct_copy_bw']:6.1f}% of copy bw  "
-        f"setup {setup_s:.1f}s")
+        f"setup {setup_s:.1f}s{tag}")
     del opt
     return s
 
 
-def bench_set(label, shapes, device, bw, slow_iters, iters, kinds):
+def host_overhead(shapes, device, kinds, res):
+    """Host time of our step alone: the same number of tensors of ONE
+    element each (the kernel then takes microseconds), wall clock around
+    step() with a synchronize."""
+    tiny = [(1,)] * len(shapes)
+    for kind in kinds:
+        for exact in (True, False):
+            opt = fuse_optimizer(torch_opt(kind, make_set(tiny, device), ""), check_flatten=exact)
+            for _ in range(3):
+                opt.step()
+            sync(device)
+            times = []
+            for _ in range(20):
+                t = time.perf_counter()
+                opt.step()
+                sync(device)
+                times.append((time.perf_counter() - t) * 1e3)
+            s = summary(times)
+            s.update(name=f"host ours {kind} check_flatten={exact}", kind=kind)
+            res.append(s)
+            log(f"  host time ours {kind:5s} check_flatten={exact!s:5s} median "
+                f"{s['median_ms']:.3f} ms (min {s['min_ms']:.3f}) for {len(shapes)} tensors")
+            del opt
+
+
+def bench_set(label, shapes, device, bw, iters, kinds):
     log(f"\n== {label}: {len(shapes)} tensors")
     params = make_set(shapes, device)
     numel = sum(p.numel() for p in params)
     log(f"   {numel / 1e6:.1f}M parameters")
     res = []
-    slow = dict(warmup=1, iters=slow_iters) if label == "small" else dict(warmup=3, iters=iters)
+    small = label == "small"
+    # torch's per-tensor steps on the small set take 0.5-7 s: few of them.
+    slow = dict(warmup=1, iters=2) if small else dict(warmup=3, iters=iters)
     fast = dict(warmup=3, iters=iters)
     cuda = device.type == "cuda"
     for kind in kinds:
@@ -180,11 +230,10 @@ def bench_set(label, shapes, device, bw, slow_iters, iters, kinds):
                        device, slow["warmup"], slow["iters"], numel, bw, res)
         if kind == "adamw":
             run_config("torch foreach adamw", kind, lambda: torch_opt(kind, params, "foreach"),
-                       device, slow["warmup"], max(2, slow["iters"] // 2), numel, bw, res)
+                       device, slow["warmup"], 1 if small else iters // 2, numel, bw, res)
         if kind == "lion":
             run_config("lion unfused (plain PyTorch)", kind, lambda: torch_opt(kind, params, ""),
-                       device, 1 if label == "small" else 3,
-                       1 if label == "small" else iters, numel, bw, res)
+                       device, 0 if small else 3, 1 if small else iters, numel, bw, res)
         if kind != "lamb":
             flat = make_flat(params)
             impl = "fused" if cuda and kind != "lion" else ""
@@ -192,34 +241,37 @@ def bench_set(label, shapes, device, bw, slow_iters, iters, kinds):
                        lambda: torch_opt(kind, [flat], impl), device, fast["warmup"],
                        fast["iters"], numel, bw, res)
             del flat
+    del params
+    fresh = lambda: make_set(shapes, device)  # noqa: E731
     for kind in kinds:
         for exact in (True, False):
             run_config(f"ours {kind} check_flatten={exact}", kind,
-                       lambda: fuse_optimizer(torch_opt(kind, params, ""), check_flatten=exact),
-                       device, fast["warmup"], fast["iters"], numel, bw, res)
+                       lambda ps: fuse_optimizer(torch_opt(kind, ps, ""), check_flatten=exact),
+                       device, fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
     if label == "large" and cuda:
-        sweep(params, device, fast, numel, bw, res)
-    del params
+        sweep(fresh, device, fast, numel, bw, res)
+    if small:
+        host_overhead(shapes, device, ("adamw", "sgd"), res)
     return dict(tensors=len(shapes), params=numel, configs=res)
 
 
-def sweep(params, device, fast, numel, bw, res):
+def sweep(fresh, device, fast, numel, bw, res):
     """The kernels' tuning (native.CHUNK_ELEMS, PACK_ELEMS, LAMB_BATCH_ELEMS)
-    on the large set, to pick the defaults from."""
+    on the large set, around the defaults (8192, auto = 4 for fp32, 2M)."""
     defaults = (native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS)
     try:
         for kind in ("adamw", "sgd"):
-            for pack, chunk in ((4, 8192), (8, 8192), (4, 32768), (8, 32768), (8, 2048)):
+            for pack, chunk in ((8, 8192), (4, 32768), (4, 2048)):
                 native.PACK_ELEMS, native.CHUNK_ELEMS = pack, chunk
                 run_config(f"sweep ours {kind} pack={pack} chunk={chunk}", kind,
-                           lambda: fuse_optimizer(torch_opt(kind, params, "")), device,
-                           fast["warmup"], fast["iters"], numel, bw, res)
+                           lambda ps: fuse_optimizer(torch_opt(kind, ps, "")), device,
+                           fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
         native.CHUNK_ELEMS, native.PACK_ELEMS = defaults[:2]
-        for batch in (1 << 20, 4 << 20, 16 << 20, 0):
+        for batch in (1 << 20, 8 << 20, 0):
             native.LAMB_BATCH_ELEMS = batch
             run_config(f"sweep ours lamb batch={batch}", "lamb",
-                       lambda: fuse_optimizer(torch_opt("lamb", params, "")), device,
-                       fast["warmup"], fast["iters"], numel, bw, res)
+                       lambda ps: fuse_optimizer(torch_opt("lamb", ps, "")), device,
+                       fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
     finally:
         native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS = defaults
 
@@ -244,82 +296,12 @@ def ratios(entry):
     return out
 
 
-# -- end to end -------------------------------------------------------------------------------
-class ManySmall(torch.nn.Module):
-    """Many small tensors: `blocks` x (Linear(w, w) + LayerNorm(w)), 4 tensors each."""
-
-    def __init__(self, blocks, width):
-        super().__init__()
-        self.layers = torch.nn.ModuleList(
-            torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.LayerNorm(width))
-            for _ in range(blocks))
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = torch.relu(layer(x)) + x
-        return x
-
-
-def train_rate(model, make_opt, x, y, device, warmup, iters):
-    opt = make_opt(model.parameters())
-
-    def step():
-        opt.zero_grad()  # torch's default: set_to_none=True
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-    for _ in range(warmup):
-        step()
-    sync(device)
-    t = time.perf_counter()
-    for _ in range(iters):
-        step()
-    sync(device)
-    return iters / (time.perf_counter() - t)
-
-
-def bench_end_to_end(device, scale):
-    cuda = device.type == "cuda"
-    out = {}
-    width = max(64, int(4096 * scale ** 0.5))
-    models = {
-        "mlp_50m": (lambda: torch.nn.Sequential(
-            torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
-            torch.nn.ReLU(), torch.nn.Linear(width, width)), width, 256),
-        "many_small": (lambda: ManySmall(max(10, int(1500 * scale ** 0.5)), 128), 128, 64),
-    }
-    for name, (build, w, batch) in models.items():
-        gen = torch.Generator().manual_seed(0)
-        x = torch.randn(batch, w, generator=gen).to(device)
-        y = torch.randn(batch, w, generator=gen).to(device)
-        rates = {}
-        configs = [("torch fused adamw" if cuda else "torch adamw",
-                    lambda ps: torch.optim.AdamW(ps, lr=1e-4, fused=cuda or None)),
-                   ("ours adamw", lambda ps: fuse_optimizer(torch.optim.AdamW(ps, lr=1e-4))),
-                   ("ours adamw check_flatten=False", lambda ps: fuse_optimizer(
-                       torch.optim.AdamW(ps, lr=1e-4), check_flatten=False))]
-        for rnd in range(2):  # interleaved: A B C A B C
-            for label, make in configs:
-                torch.manual_seed(0)
-                model = build().to(device)
-                rate = train_rate(model, make, x, y, device, 5, 30 if cuda else 3)
-                rates.setdefault(label, []).append(rate)
-                del model
-        tensors = len(list(build().parameters()))
-        out[name] = dict(tensors=tensors, steps_per_s={k: max(v) for k, v in rates.items()},
-                         all_runs=rates)
-        log(f"  {name} ({tensors} tensors): " + ", ".join(
-            f"{k} {max(v):.2f} steps/s" for k, v in rates.items()))
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="JSON results; a text table next to it (.txt)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the sets (smoke tests)")
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--slow-iters", type=int, default=3,
-                    help="timed steps of torch's per-tensor baselines on the small set")
     ap.add_argument("--parts", default="correctness,large,small,e2e")
     args = ap.parse_args()
     device = torch.device(args.device)
@@ -344,7 +326,7 @@ def main():
     for label, shapes in (("large", large_shapes), ("small", small_shapes)):
         if label in parts:
             result[label] = bench_set(label, shapes(args.scale), device, bw["gbps"],
-                                      args.slow_iters, args.iters, kinds)
+                                      args.iters, kinds)
             result[label]["ratios"] = ratios(result[label])
             for k, v in result[label]["ratios"].items():
                 log(f"  ratio {k}: {v:.3f}")
@@ -368,15 +350,22 @@ def write_table(result, path, quiet=False):
         lines.append(f"| config | median ms | min | max | % copy bw |")
         lines.append("|---|---|---|---|---|")
         for c in e["configs"]:
+            pct = f"{c['pct_copy_bw']:.1f}" if "pct_copy_bw" in c else "host only"
+            if c.get("fused") is False:
+                pct += " (NOT FUSED)"
             lines.append(f"| {c['name']} | {c['median_ms']:.3f} | {c['min_ms']:.3f} | "
-                         f"{c['max_ms']:.3f} | {c['pct_copy_bw']:.1f} |")
+                         f"{c['max_ms']:.3f} | {pct} |")
         for k, v in e["ratios"].items():
             lines.append(f"ratio {k}: {v:.3f}")
     for name, e in result.get("end_to_end", {}).items():
         lines.append(f"\nend to end {name} ({e['tensors']} tensors): " + ", ".join(
             f"{k} {v:.2f} steps/s" for k, v in e["steps_per_s"].items()))
     for k, v in result.get("correctness", {}).items():
-        lines.append(f"correctness {k}: {v}")
+        if k == "kernels gpu == cpu bitwise":
+            lines.append(f"correctness {k}: {v['all']} (" + ", ".join(
+                f"{case}: {c['gpu_equals_cpu']}" for case, c in v.items() if case != "all") + ")")
+        else:
+            lines.append(f"correctness {k}: {v}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     if not quiet:

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The fused optimizer on ONE GPU (issue 28, docs/fused_optimizer.md):
 # correctness of every path on CUDA against the unfused optimizer and of the
-# CUDA kernels against their CPU reference, then the step-time benchmark on
-# the two parameter sets with torch's implementations and the copy bandwidth
-# in the same run, then end to end. One process, estimated 3-5 minutes on an H100
-# (the bench is cut at 500 s so that the whole call fits in 10 minutes).
+# CUDA kernels against their CPU reference, the step-time benchmark on the
+# two parameter sets with torch's implementations and the copy bandwidth in
+# the same run, and end to end. Two calls of under 8 minutes each (wheel
+# install included; the benchmark is cut at BENCH_TIMEOUT, default 420 s):
 #
-# Usage: WHEEL=<bagua wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT [PARTS]
-#   PARTS: comma list of correctness,large,small,e2e (default: all)
+#   WHEEL=<wheel> bash bench/gpu/run_fused_gpu.sh OUT large,small
+#   WHEEL=<wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT correctness,e2e
+#
+#   PARTS: comma list of correctness,large,small,e2e (default: all of them, ~8-10 min)
 #   GTEST: the kernels' GPU GoogleTest built on the CPU machine
 #          (build/tests/kernels/kernels_gpu_test; the CUDA runtime is linked in):
 #          its OptimCuda.* tests run first (GPU against the CPU reference).
-# Writes OUT/env.txt, OUT/fused.json, OUT/fused.txt (the tables), OUT/fused.log
-# and OUT/kernels_gpu_test.log.
+# Writes OUT/env.txt and, per call, OUT/fused-<parts>.json, .txt (the tables)
+# and .log (parts joined by '-'), and OUT/kernels_gpu_test.log.
 set -uo pipefail
 OUT=${1:?usage: WHEEL=... run_fused_gpu.sh OUT [correctness,large,small,e2e]}
 PARTS=${2:-correctness,large,small,e2e}
@@ -25,7 +27,7 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --format=csv,noheader
   echo "cpus: $(nproc)"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-} >"$OUT/env.txt" 2>&1
+} >>"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
 python3 -m pip install -q --no-deps --force-reinstall "${WHEEL:?WHEEL=<path of the bagua wheel>}" \
@@ -38,6 +40,7 @@ if [ -n "${GTEST:-}" ]; then
 fi
 
 # Run from outside the source tree so that `import bagua` is the installed wheel.
-cd "$OUT" && timeout 500 python3 "$HERE/fused_optimizer_bench.py" --out "$OUT/fused.json" \
-  --parts "$PARTS" 2>&1 | tee "$OUT/fused.log"
+NAME=fused-${PARTS//,/-}
+cd "$OUT" && timeout "${BENCH_TIMEOUT:-420}" python3 "$HERE/fused_optimizer_bench.py" \
+  --out "$OUT/$NAME.json" --parts "$PARTS" 2>&1 | tee "$OUT/$NAME.log"
 echo "rc=${PIPESTATUS[0]}"

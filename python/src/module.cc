@@ -10,7 +10,7 @@
 //   AsyncModelAverage, LocalSGD, DiLoCo: the algorithms the engine drives itself
 //   algorithm_registry(), check_algorithm_options(name, options): the registry
 //   build_info(), nccl_library(): what this build has, which NCCL it bound
-//   OptimList(device, tensors, ...), grad_mismatches(params, views): the fused optimizers
+//   OptimList(device, tensors, ...), FlatWatch(params, ...): the fused optimizers
 //   MemoryCache, SharedCounters, RedisShards, GuardedProcess: the cached dataset's stores
 //
 // Errors: InvalidArgument -> ValueError, TimeoutError -> TimeoutError,
@@ -28,6 +28,7 @@
 #include "python/src/build_info.h"
 #include "python/src/callback_store.h"
 #include "python/src/data_binding.h"
+#include "python/src/flat_watch.h"
 #include "python/src/local_updates_binding.h"
 #include "python/src/optim_binding.h"
 #include "python/src/process_group.h"
@@ -153,4 +154,5 @@ NB_MODULE(_C, m) {
   bagua::python::bindAsync(m);
   bagua::python::bindLocalUpdates(m);
   bagua::python::bindOptim(m);
+  bagua::python::bindFlatWatch(m);
 }

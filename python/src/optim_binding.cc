@@ -1,4 +1,4 @@
-// bagua._C.OptimList and grad_mismatches (optim_binding.h).
+// bagua._C.OptimList (optim_binding.h).
 //
 // OptimList(device, tensors, param_dtype, state_dtype, chunk_elems,
 // lamb_batch_elems, pack_elems): `tensors` is a list of (numel, param, grad, state0,
@@ -135,22 +135,6 @@ class OptimList {
   std::vector<optim::TensorRef> refs_;
 };
 
-// Indices i where params[i].grad is not views[i] (None or another tensor).
-std::vector<size_t> gradMismatches(nb::list params, nb::list views) {
-  const size_t n = nb::len(params);
-  BAGUA_ENFORCE(nb::len(views) == n, "grad_mismatches: " + std::to_string(n) + " parameters but " +
-                                         std::to_string(nb::len(views)) + " gradient views");
-  static PyObject* const gradName = PyUnicode_InternFromString("grad");
-  std::vector<size_t> out;
-  for (size_t i = 0; i < n; ++i) {
-    PyObject* grad = PyObject_GetAttr(PyList_GET_ITEM(params.ptr(), i), gradName);
-    if (grad == nullptr) throw nb::python_error();
-    if (grad != PyList_GET_ITEM(views.ptr(), i)) out.push_back(i);
-    Py_DECREF(grad);
-  }
-  return out;
-}
-
 }  // namespace
 
 void bindOptim(nb::module_& m) {
@@ -178,8 +162,6 @@ void bindOptim(nb::module_& m) {
            "step"_a, "max_trust"_a, "bias_correction"_a, "found_inf"_a = none,
            "grad_scale"_a = none, "stream"_a = none, release,
            "LAMB's step, each tensor with its own trust ratio.");
-  m.def("grad_mismatches", &gradMismatches, "params"_a, "views"_a,
-        "Indices i where params[i].grad is not views[i].");
 }
 
 }  // namespace bagua::python

@@ -1,6 +1,6 @@
 // Binding of the fused optimizers (kernels/optim/): bagua._C.OptimList, a
 // tensor list on the CPU or on a CUDA device with one step method per
-// optimizer, and grad_mismatches, the fused optimizer's per-step check.
+// optimizer. The fused optimizer's per-step check is flat_watch.h.
 #pragma once
 
 #include <nanobind/nanobind.h>

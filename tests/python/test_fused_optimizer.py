@@ -62,6 +62,26 @@ def test_fp32_matches_unfused_over_100_steps(name):
     assert fused.stats["grads_relaid"] == 100 * len(a)
 
 
+def test_sgd_momentum_takes_the_kernel_from_the_first_step():
+    a, b, opt = side_by_side(*CASES["sgd_nesterov"], steps=1)
+    assert max_rel_diff(b, a) <= FP32_TOL
+    stats = opt._bagua_fused.stats
+    assert (stats["native_launches"], stats["generic_calls"]) == (3, 0)  # one per param group
+    # A momentum_buffer held as None (torch: "first step") stays on the kernel.
+    ref, params = make_params(), make_params()
+    target = target_for(ref)
+    opts = [torch.optim.SGD(ps, lr=0.01, momentum=0.9) for ps in (ref, params)]
+    for o, ps in zip(opts, (ref, params)):
+        for p in ps:
+            o.state[p]["momentum_buffer"] = None
+    fused = fuse_optimizer(opts[1])
+    train(opts[0], ref, 5, target)
+    train(fused, params, 5, target)
+    assert max_rel_diff(params, ref) <= FP32_TOL
+    assert fused._bagua_fused.stats["generic_calls"] == 0
+    assert fused._bagua_fused.stats["native_launches"] == 5
+
+
 @pytest.mark.parametrize("name,dtype", [("sgd_nesterov", torch.bfloat16),
                                         ("adamw_amsgrad", torch.bfloat16),
                                         ("lion", torch.bfloat16), ("lamb", torch.bfloat16),

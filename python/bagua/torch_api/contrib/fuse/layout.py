@@ -12,22 +12,41 @@ Every step first checks that this still holds (check(), relay()):
 - a parameter whose .data was replaced (same shape, dtype and device) is
   copied in and re-pointed; anything else rebuilds the layout.
 With exact checks (check_flatten=True) every parameter is looked at every
-step: gradients by identity (a C loop), data pointers by torch's C++
-helper. Without (check_flatten=False) a step looks at the use counts of the
-two storages only and checks every parameter when one changed; a
-replacement that coincides with new long-lived views of the same storage
-within one step goes unseen there.
-"""
-import weakref
+step, in one C pass (bagua._C.FlatWatch: gradients by identity, data
+pointers); nothing is done in Python unless something changed. Without
+(check_flatten=False) a step looks at the use counts of the two storages
+only and runs that pass when one changed; a replacement that coincides with
+new long-lived views of the same storage within one step goes unseen there.
 
+Parameter buffers are registered by their storage (a weak reference to it,
+so the registry never keeps memory alive and a storage address is never
+reused while registered): parameters that view one were laid out by a fused
+optimizer, this one or an earlier one over the same model (dead or
+replaced), and are laid out again; any other shared storage is refused.
+"""
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from .runs import Run, is_param_shaped, scalar_key
 
-# Parameter buffers of every live flat group, by storage address: parameters
-# viewing one of them were laid out by a fused optimizer (this one or an
-# earlier one over the same model) and may be laid out again.
-_BUFFERS = weakref.WeakValueDictionary()
+# Parameter buffers laid out by fused optimizers, by the address of their
+# StorageImpl: weak references, which keep the address from being reused
+# while registered; dead ones are dropped as new ones come.
+_BUFFERS = {}
+
+
+def _register_buffer(t):
+    for key in [k for k, ref in _BUFFERS.items() if ref.expired()]:
+        del _BUFFERS[key]
+    ref = StorageWeakRef(t.untyped_storage())
+    _BUFFERS[ref.cdata] = ref
+
+
+def is_fused_buffer(storage):
+    """Whether `storage` is a parameter buffer of a fused optimizer (alive:
+    something views it; its optimizer may be gone)."""
+    ref = _BUFFERS.get(storage._cdata)
+    return ref is not None and not ref.expired()
 
 
 class Rebuild(Exception):
@@ -42,7 +61,38 @@ def _use_count(t):
     return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
 
 
-_ptrs_equal = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", None)
+# torch's own accessors, which FlatWatch calls directly.
+_GRAD_DESCR = torch._C.TensorBase.__dict__["grad"]
+_DATA_PTR = torch._C.TensorBase.__dict__["data_ptr"]
+_LAYOUT = []  # [find_tensor_layout's answer], once per process
+
+
+def tensor_layout():
+    """Where FlatWatch finds the fields it reads in torch's objects (found
+    once on probe tensors whose values are known), or None: it then uses
+    torch's accessors only (python/src/flat_watch.h)."""
+    if not _LAYOUT:
+        from .... import _C
+
+        with torch.no_grad():
+            base, gbase = torch.zeros(64), torch.zeros(64)
+            params = []
+            for i in range(1, 9):
+                p = torch.nn.Parameter(torch.zeros(1))
+                p.data = base[i:i + 1]
+                p.grad = gbase[i:i + 1]
+                params.append(p)
+            plain = [torch.zeros(1) for _ in range(4)]
+        try:
+            found = _C.find_tensor_layout(
+                params, [p._cdata for p in params],
+                [p.untyped_storage()._cdata for p in params],
+                [p.storage_offset() for p in params], [p.grad._cdata for p in params],
+                plain, [t._cdata for t in plain])
+        except (AttributeError, RuntimeError, ValueError):
+            found = None
+        _LAYOUT.append(found)
+    return _LAYOUT[0]
 
 
 def dense_strides(t):
@@ -63,7 +113,7 @@ def check_own_storage(params):
     Views of a fused optimizer's own parameter buffer are fine."""
     for i, p in enumerate(params):
         storage = p.untyped_storage()
-        if storage.data_ptr() in _BUFFERS:
+        if is_fused_buffer(storage):
             continue
         if storage.nbytes() != p.numel() * p.element_size():
             raise Unfusable(f"parameter {i} (shape {tuple(p.shape)}) is a view into a storage "
@@ -75,7 +125,6 @@ class FlatGroup:
     def __init__(self, params, state, exact, stats):
         from .... import _C
 
-        self._C = _C
         self.params = list(params)
         self.exact = exact
         self.stats = stats
@@ -93,21 +142,25 @@ class FlatGroup:
             self.G = torch.zeros_like(self.P)
             self.param_views = self._views(self.P)
             torch._foreach_copy_(self.param_views, [p.detach() for p in self.params])
-        _BUFFERS[self.P.untyped_storage().data_ptr()] = self.P
+        _register_buffer(self.P)
         for p, v in zip(self.params, self.param_views):
             p.data = v
-        self.data_ptrs = [v.data_ptr() for v in self.param_views]
-        self.indices = list(range(len(self.params)))
         # Exact checks compare each .grad with its view by identity; the
         # use-count checks must not hold the views (a dropped gradient would
         # not lower the count), so they compare data pointers.
         self.grad_views = self._views(self.G) if exact else None
         self.grad_ptrs = [self.G.data_ptr() + a * self.G.element_size() for a in self.bounds[:-1]]
-        self._repoint_grads(self.indices, initial=True)
+        who = [i for i, p in enumerate(self.params) if p.grad is not None]
+        for i, v in zip(who, self._repoint_grads(who, [self.params[i].grad for i in who])):
+            self.params[i].grad = v
+        self.watch = _C.FlatWatch(
+            self.params, self.grad_views, self.grad_ptrs,
+            [v.data_ptr() for v in self.param_views], _GRAD_DESCR, _DATA_PTR,
+            tensor_layout() if exact else None, self.P.untyped_storage()._cdata, self.bounds[:-1])
         self.tensor_bufs = {}
         self.scalar_bufs = {}
         self.runs = self._adopt(state)
-        self._baseline()
+        self._baseline(all(p.grad is not None for p in self.params))
 
     # -- layout -----------------------------------------------------------------
     def _views(self, flat):
@@ -119,37 +172,26 @@ class FlatGroup:
     def view_of(self, buf, i):
         return buf[self.bounds[i]:self.bounds[i + 1]].as_strided(self.shapes[i], self.strides[i])
 
-    def _is_view(self, i, g):
-        if self.exact:
-            return g is self.grad_views[i]
-        return (g.data_ptr() == self.grad_ptrs[i] and g.shape == self.shapes[i] and
-                g.stride() == self.strides[i])
-
-    def _repoint_grads(self, indices, initial=False):
-        """Gradients of `indices` that are tensors but not the views: copied
-        into the gradient buffer, the view put back."""
-        src, who = [], []
-        for i in indices:
-            g = self.params[i].grad
-            if g is None or self._is_view(i, g):
-                continue
-            if g.is_sparse:
-                raise ValueError(
-                    f"bagua fuse_optimizer: parameter {i} of a fused group (shape "
-                    f"{tuple(self.shapes[i])}) has a sparse gradient; flat buffers hold dense "
-                    "gradients only (use the unfused optimizer for sparse gradients)")
-            src.append(g)
-            who.append(i)
-        if not src:
-            return
+    def _repoint_grads(self, who, grads):
+        """Gradients `grads` of parameters `who` (tensors, not the views):
+        copied into the gradient buffer; returns the views to put back."""
+        if not who:
+            return []
         views = ([self.grad_views[i] for i in who] if self.exact
                  else [self.view_of(self.G, i) for i in who])
-        with torch.no_grad():
-            torch._foreach_copy_(views, src)
-        for i, v in zip(who, views):
-            self.params[i].grad = v
-        if not initial:
-            self.stats["grads_relaid"] += len(who)
+        try:
+            with torch.no_grad():
+                torch._foreach_copy_(views, grads)
+        except RuntimeError:
+            for i, g in zip(who, grads):
+                if g.is_sparse:
+                    raise ValueError(
+                        f"bagua fuse_optimizer: parameter {i} of a fused group (shape "
+                        f"{tuple(self.shapes[i])}) has a sparse gradient; flat buffers hold "
+                        "dense gradients only (use the unfused optimizer for sparse "
+                        "gradients)") from None
+            raise
+        return views
 
     def _adopt(self, state):
         """Lays the optimizer's existing state of these parameters into buffers
@@ -215,10 +257,10 @@ class FlatGroup:
                 out[k] = v
         return out
 
-    def _baseline(self):
+    def _baseline(self, all_viewed):
         # A None gradient can become a new tensor (backward) without changing
         # a count: the counts speak for the gradients only when all are views.
-        self.all_viewed = all(p.grad is not None for p in self.params)
+        self.all_viewed = all_viewed
         if not self.exact:
             self.counts = (_use_count(self.P), _use_count(self.G))
 
@@ -229,22 +271,19 @@ class FlatGroup:
         if (not self.exact and self.all_viewed and
                 (_use_count(self.P), _use_count(self.G)) == self.counts):
             return ()
-        if _ptrs_equal is None or not _ptrs_equal(self.params, self.data_ptrs, self.indices):
-            self._repoint_data(state)
-        if self.exact:
-            odd = self._C.grad_mismatches(self.params, self.grad_views)
-        else:
-            odd = self.indices
-        self._repoint_grads(odd)
-        missing = [i for i in odd if self.params[i].grad is None]
+        missing, odd, moved, grads = self.watch.check()
+        if moved:
+            self._repoint_data(state, moved)
+        if odd:
+            self.watch.set_grads(odd, self._repoint_grads(odd, grads))
+            self.stats["grads_relaid"] += len(odd)
         if not self.exact:
-            self._baseline()
+            self._baseline(not missing)
         return missing
 
-    def _repoint_data(self, state):
-        for i, p in enumerate(self.params):
-            if p.data_ptr() == self.data_ptrs[i]:
-                continue
+    def _repoint_data(self, state, moved):
+        for i in moved:
+            p = self.params[i]
             if p.shape != self.shapes[i] or p.dtype != self.dtype or p.device != self.device:
                 raise Rebuild(f"parameter {i} is now {p.dtype} {tuple(p.shape)} on {p.device}")
             with torch.no_grad():
@@ -309,7 +348,7 @@ class FlatGroup:
             for r in self.runs:
                 r.synced.discard(k)
         with torch.no_grad():
-            buf[run.start:run.stop].copy_(v.detach().expand(run.stop - run.start))
+            buf[run.start:run.stop].fill_(v.detach())
         if k not in run.synced:
             for i in range(run.start, run.stop):
                 state[self.params[i]][k] = buf[i]

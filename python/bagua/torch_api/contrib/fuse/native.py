@@ -46,6 +46,17 @@ class _Spec:
     def tensor_keys(self, group):
         return self.keys
 
+    def drop_absent(self, group, params, state):
+        """Tensor state the optimizer holds as None (torch's SGD treats a None
+        momentum_buffer as "first step") is dropped: the kernel creates it
+        on the first step, as the optimizer would."""
+        keys = self.tensor_keys(group)
+        for p in params:
+            st = state.get(p)
+            for k in keys:
+                if st is not None and k in st and st[k] is None:
+                    del st[k]
+
     def init_value(self, group, key):
         return 0.0
 
@@ -192,7 +203,8 @@ class NativeGroup:
 
     def step(self, runs, group, grad_scale):
         """Launches the kernel over `runs`, one launch (Lamb: three per
-        batch) per set of runs at the same step count."""
+        batch) per set of runs at the same step count; returns the number
+        of kernel calls."""
         keys = self.spec.tensor_keys(group)
         buckets = {}
         for run in runs:
@@ -209,3 +221,4 @@ class NativeGroup:
                 for run in bucket:
                     run.host_step = step
                     run.state["step"].fill_(step)
+        return len(buckets)

@@ -83,7 +83,8 @@ class FusedState:
         self.kind, self.reason = classify(optimizer, elementwise)
         self.spec = native.spec_for(optimizer)
         self.stats = collections.Counter(layouts=0, grads_relaid=0, params_relaid=0,
-                                         fused_steps=0, skipped_steps=0)
+                                         fused_steps=0, skipped_steps=0, native_launches=0,
+                                         generic_calls=0)
         self.plans = []
         self._step_fn = _unwrapped_step(type(optimizer))
         self._inner = None
@@ -121,6 +122,8 @@ class FusedState:
                 if self.kind == "per_tensor" and why is not None:
                     raise Unfusable(f"{type(self.optimizer).__name__} is not element-wise and "
                                     f"its kernel does not take this group ({why})")
+                if why is None:
+                    self.spec.drop_absent(group, params, self.optimizer.state)
                 flat = FlatGroup(params, self.optimizer.state, self.exact, self.stats)
                 plan.flats.append(flat)
                 if why is None:
@@ -191,7 +194,7 @@ class FusedState:
             if ng is None:
                 generic.extend((flat, run) for run in runs)
                 continue
-            ng.step(runs, plan.group, grad_scale)
+            self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
             for run in runs:
                 flat.after_step(run, self.optimizer.state)
         if generic:
@@ -220,6 +223,7 @@ class FusedState:
         inner.param_groups = [run.group for _, run in pairs]
         inner.state = collections.defaultdict(dict, {run.param: run.state for _, run in pairs})
         self._step_fn(inner)
+        self.stats["generic_calls"] += 1
         for flat, run in pairs:
             flat.after_step(run, self.optimizer.state)
 
