@@ -11,6 +11,7 @@ is built, so a wrong option fails at once naming the option and the
 algorithm. Manual optimization works: gradients are averaged in
 `manual_backward`, as in automatic optimization.
 """
+import json
 from contextlib import contextmanager
 
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
@@ -22,6 +23,7 @@ from bagua import registry
 from bagua.torch_api.algorithms import GlobalAlgorithmRegistry
 from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
 from bagua.torch_api.data_parallel import DistributedDataParallel
+from bagua.torch_api.data_parallel import autotune as autotuning
 
 
 class BaguaStrategy(DDPStrategy):
@@ -32,8 +34,9 @@ class BaguaStrategy(DDPStrategy):
             by default, "bytegrad", ...) or a user-registered one.
         flatten: the original's bucket flattening switch (kept for
             compatibility; the runtime always communicates flat buckets).
-        bucket_mb, find_unused_parameters, broadcast_buffers, timeout_s: see
-            bagua.BaguaDistributedDataParallel.
+        bucket_mb, find_unused_parameters, broadcast_buffers, timeout_s, autotune:
+            see bagua.BaguaDistributedDataParallel (`autotune_state()` here
+            returns what autotune chose, also after fit).
         **bagua_kwargs: the algorithm's options.
     """
 
@@ -43,10 +46,11 @@ class BaguaStrategy(DDPStrategy):
                  parallel_devices=None, cluster_environment=None, checkpoint_io=None,
                  precision_plugin=None, process_group_backend=None, bucket_mb=None,
                  find_unused_parameters=False, broadcast_buffers=True, timeout_s=None,
-                 **bagua_kwargs):
+                 autotune=None, **bagua_kwargs):
         # Checked here so that a wrong name or option fails now; QAdam is built
         # at setup, with the QAdamOptimizer that configure_optimizers returns.
         self._bagua_algorithm_factory = GlobalAlgorithmRegistry.get(algorithm)
+        autotuning.resolve(autotune)  # a bad value or an unreadable file fails now
         if algorithm in registry.names():
             registry.check_available(algorithm)
             registry.resolve_options(algorithm, bagua_kwargs)
@@ -61,11 +65,26 @@ class BaguaStrategy(DDPStrategy):
         self._bagua_kwargs = dict(bagua_kwargs)
         self._bagua_options = dict(bucket_cap_mb=bucket_mb,
                                    find_unused_parameters=find_unused_parameters,
-                                   broadcast_buffers=broadcast_buffers, timeout_s=timeout_s)
+                                   broadcast_buffers=broadcast_buffers, timeout_s=timeout_s,
+                                   autotune=autotune)
+        self._bagua_autotune_state = None
 
     @property
     def algorithm(self):
         return self._bagua_algorithm
+
+    def autotune_state(self, path=None):
+        """What autotune chose (docs/autotune.md): from the running model, or
+        as it was at the end of the last fit. With `path`, rank 0 writes it."""
+        if isinstance(self.model, DistributedDataParallel):
+            return self.model.autotune_state(path)
+        if self._bagua_autotune_state is None:
+            raise RuntimeError("BaguaStrategy.autotune_state(): the model was not wrapped yet "
+                               "(call it during or after fit)")
+        if path is not None and self.global_rank == 0:
+            with open(path, "w") as f:
+                json.dump(self._bagua_autotune_state, f, indent=1)
+        return dict(self._bagua_autotune_state)
 
     def setup(self, trainer):
         """DDPStrategy.setup with the optimizers set up before the model is
@@ -127,6 +146,7 @@ class BaguaStrategy(DDPStrategy):
             abort = getattr(self.model.bagua_algorithm, "abort", None)
             if abort is not None:  # async: stop averaging, end with identical weights
                 abort(self.model)
+            self._bagua_autotune_state = self.model.autotune_state()
             self.model.close()
             self.model = self.lightning_module
         super().teardown()

@@ -67,7 +67,8 @@ class NativeBackend:
                          nodes, intra.nranks())
         self.reducer = _C.Reducer(ddp.backend(), self._store, algorithm, specs,
                                   bucket_bytes=ddp.bucket_bytes, timeout_s=ddp.timeout_s,
-                                  prefix=f"bagua/{ddp.comm.kind}/reducer", options=options,
+                                  prefix=f"bagua/{ddp.comm.kind}/reducer{ddp._generation}",
+                                  options=options,
                                   **extra)
 
     def mark_communication_ready(self, name):

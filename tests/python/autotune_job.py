@@ -1,0 +1,179 @@
+"""Worker for test_autotune.py (torchrun, CPU, Gloo); writes OUT.rank<r>.json.
+
+compare    autotune from a bad start (--start-mb) over its budget; then the
+           steps/s of the autotuned engine and of the model at each fixed
+           size, their steps interleaved. Every rank records each bucket
+           rebuild (step, bucket bytes); rank 0 saves the state, and a new
+           engine with autotune=<that file> must start at its winner
+           without searching.
+disagree   rank 1 applies another bucket size than rank 0 decided: both
+           ranks must get the RuntimeError (not hang).
+settings   rank 0 autotune=True, rank 1 autotune=False: ValueError on both.
+single     one process: autotune does nothing and says so.
+
+The model: --layers Linear(--width, --width) layers, so that many small
+tensors make the bucket size matter (each Gloo allreduce has a fixed cost).
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import bagua.torch_api as bagua
+from bagua.torch_api.data_parallel import DistributedDataParallel
+from bagua.torch_api.data_parallel.autotune import Autotune
+
+
+def build(args):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*[torch.nn.Linear(args.width, args.width)
+                                 for _ in range(args.layers)])
+
+
+def wrap(args, bucket_mb, autotune=None):
+    model = build(args)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    ddp = DistributedDataParallel(model, optimizers=[opt], bucket_cap_mb=bucket_mb,
+                                  algorithm="gradient_allreduce", autotune=autotune)
+    rebuilds = []
+    engine = ddp.inner
+    original = engine._rebuild_buckets
+
+    def record(bucket_bytes, hierarchical):
+        rebuilds.append([engine.bagua_train_step_counter, int(bucket_bytes), hierarchical])
+        original(bucket_bytes, hierarchical)
+
+    engine._rebuild_buckets = record
+    return ddp, opt, rebuilds
+
+
+def batch(args):
+    return torch.randn(args.batch, args.width, generator=torch.Generator().manual_seed(1))
+
+
+def step(ddp, opt, x):
+    start = time.perf_counter()
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(ddp(x), x).backward()
+    opt.step()
+    return time.perf_counter() - start
+
+
+def steps(ddp, opt, n, args):
+    x = batch(args)
+    return [step(ddp, opt, x) for _ in range(n)]
+
+
+def measure(engines, x, args):
+    """steps/s per engine: blocks of steps in turn, 1 / median of block medians."""
+    blocks = {name: [] for name, _, _ in engines}
+    for r in range(args.rounds):
+        order = engines if r % 2 == 0 else engines[::-1]
+        for name, ddp, opt in order:
+            times = [step(ddp, opt, x) for _ in range(args.block + 1)][1:]
+            blocks[name].append(statistics.median(times))
+    return {name: 1 / statistics.median(b) for name, b in blocks.items()}
+
+
+def case_compare(args, rank, out):
+    """Autotune from the bad start over its budget; then the autotuned
+    engine and one engine per fixed size take blocks of steps in turn (A B
+    C ... C B A ...), so that the machine's noise hits them alike; each
+    one's steps/s is 1 / the median over rounds of its blocks' median step
+    time. On a shared host two engines of the same plan can differ by more
+    than 10% in one measurement, so it is repeated (fresh blocks, the same
+    engines) up to --attempts times until the autotuned one is within
+    --target of the best fixed size; every attempt is recorded."""
+    fixed = [float(v) for v in args.fixed.split(",")]
+    tuned, tuned_opt, rebuilds = wrap(args, args.start_mb, Autotune(budget_steps=args.budget))
+    start = time.perf_counter()
+    steps(tuned, tuned_opt, args.budget, args)
+    out["tuning_seconds"] = time.perf_counter() - start
+    out["state"] = tuned.autotune_state()
+    out["rebuilds"] = rebuilds
+    out["final_bucket_bytes"] = tuned.inner.bucket_bytes
+    path = os.path.join(os.path.dirname(args.out), "autotune_state.json")
+    tuned.autotune_state(path)
+    engines = [("autotuned", tuned, tuned_opt)] + [(str(mb),) + wrap(args, mb)[:2] for mb in fixed]
+    x = batch(args)
+    out["attempts"] = []
+    for attempt in range(args.attempts):
+        rates = measure(engines, x, args)
+        best = max(v for k, v in rates.items() if k != "autotuned")
+        out["attempts"].append({"rates": rates, "ratio": rates["autotuned"] / best})
+        ok = torch.tensor([int(rates["autotuned"] >= args.target * best)])
+        dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # every rank stops at the same attempt
+        if ok.item():
+            break
+    out["buckets"] = {name: len(ddp.bagua_buckets) for name, ddp, _ in engines}
+    for _, ddp, _ in engines:
+        ddp.close()
+    dist.barrier()
+    ddp, opt, rebuilds = wrap(args, args.start_mb, path)
+    steps(ddp, opt, 5, args)
+    out["reused"] = {"bucket_bytes": ddp.inner.bucket_bytes, "rebuilds": rebuilds,
+                     "status": ddp.autotune_state()["status"]}
+    ddp.close()
+
+
+def case_disagree(args, rank, out):
+    ddp, opt, _ = wrap(args, args.start_mb, Autotune(budget_steps=args.budget))
+    tuner = ddp.inner._autotuner
+    if rank == 1:
+        original = tuner._apply
+        tuner._apply = lambda size, hier: original(size * 2, hier)
+    start = time.perf_counter()
+    try:
+        steps(ddp, opt, args.budget + 2, args)
+        out["error"] = None
+    except RuntimeError as error:
+        out["error"] = str(error)
+    out["seconds"] = time.perf_counter() - start
+
+
+def case_settings(args, rank, out):
+    start = time.perf_counter()
+    try:
+        wrap(args, args.start_mb, True if rank == 0 else None)
+        out["error"] = None
+    except ValueError as error:
+        out["error"] = str(error)
+    out["seconds"] = time.perf_counter() - start
+
+
+def case_single(args, rank, out):
+    ddp, opt, rebuilds = wrap(args, args.start_mb, True)
+    steps(ddp, opt, 5, args)
+    out["state"] = ddp.autotune_state()
+    out["rebuilds"] = rebuilds
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--case", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--layers", type=int, default=100)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--start-mb", type=float, default=0.1)
+    p.add_argument("--fixed", default="0.1,0.25,0.5,1,2")
+    p.add_argument("--budget", type=int, default=120)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--block", type=int, default=5)
+    p.add_argument("--target", type=float, default=0.9)
+    p.add_argument("--attempts", type=int, default=3)
+    args = p.parse_args()
+    bagua.init_process_group()
+    rank = dist.get_rank()
+    out = {}
+    globals()["case_" + args.case](args, rank, out)
+    with open(f"{args.out}.rank{rank}.json", "w") as f:
+        json.dump(out, f)
+
+
+if __name__ == "__main__":
+    main()
