@@ -6,10 +6,9 @@ compare    autotune from a bad start (--start-mb) over its budget; then the
            rebuild (step, bucket bytes); rank 0 saves the state, and a new
            engine with autotune=<that file> must start at its winner
            without searching.
-disagree   rank 1 applies another bucket size than rank 0 decided: both
-           ranks must get the RuntimeError (not hang).
-settings   rank 0 autotune=True, rank 1 autotune=False: ValueError on both.
-single     one process: autotune does nothing and says so.
+errors     rank 0 autotune=True, rank 1 autotune=None: ValueError on both;
+           then rank 1 applies another bucket size than rank 0 decided: the
+           RuntimeError on both ranks (not a hang).
 
 The model: --layers Linear(--width, --width) layers, so that many small
 tensors make the bucket size matter (each Gloo allreduce has a fixed cost).
@@ -106,7 +105,7 @@ def case_compare(args, rank, out):
         best = max(v for k, v in rates.items() if k != "autotuned")
         out["attempts"].append({"rates": rates, "ratio": rates["autotuned"] / best})
         ok = torch.tensor([int(rates["autotuned"] >= args.target * best)])
-        dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # every rank stops at the same attempt
+        dist.broadcast(ok, 0)  # rank 0's measurement decides, for every rank
         if ok.item():
             break
     out["buckets"] = {name: len(ddp.bagua_buckets) for name, ddp, _ in engines}
@@ -120,7 +119,16 @@ def case_compare(args, rank, out):
     ddp.close()
 
 
-def case_disagree(args, rank, out):
+def case_errors(args, rank, out):
+    """Ranks given different autotune settings, then a rank that applies
+    another decision than rank 0's: each must be an error on both ranks."""
+    start = time.perf_counter()
+    try:
+        wrap(args, args.start_mb, True if rank == 0 else None)
+        out["settings_error"] = None
+    except ValueError as error:
+        out["settings_error"] = str(error)
+    out["settings_seconds"] = time.perf_counter() - start
     ddp, opt, _ = wrap(args, args.start_mb, Autotune(budget_steps=args.budget))
     tuner = ddp.inner._autotuner
     if rank == 1:
@@ -128,28 +136,11 @@ def case_disagree(args, rank, out):
         tuner._apply = lambda size, hier: original(size * 2, hier)
     start = time.perf_counter()
     try:
-        steps(ddp, opt, args.budget + 2, args)
-        out["error"] = None
+        steps(ddp, opt, args.budget, args)
+        out["disagree_error"] = None
     except RuntimeError as error:
-        out["error"] = str(error)
-    out["seconds"] = time.perf_counter() - start
-
-
-def case_settings(args, rank, out):
-    start = time.perf_counter()
-    try:
-        wrap(args, args.start_mb, True if rank == 0 else None)
-        out["error"] = None
-    except ValueError as error:
-        out["error"] = str(error)
-    out["seconds"] = time.perf_counter() - start
-
-
-def case_single(args, rank, out):
-    ddp, opt, rebuilds = wrap(args, args.start_mb, True)
-    steps(ddp, opt, 5, args)
-    out["state"] = ddp.autotune_state()
-    out["rebuilds"] = rebuilds
+        out["disagree_error"] = str(error)
+    out["disagree_seconds"] = time.perf_counter() - start
 
 
 def main():

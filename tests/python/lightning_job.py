@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import lightning_bagua  # noqa: F401  (registers strategy="bagua")
 from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
+from bagua.torch_api.data_parallel.autotune import Autotune
 from lightning_bagua import BaguaStrategy
 
 
@@ -79,7 +80,13 @@ def main():
     p.add_argument("--manual", action="store_true")
     args = p.parse_args()
     strategy = args.strategy
-    if strategy.startswith("bagua:"):
+    if strategy.endswith("+autotune"):
+        # Buckets of 1 KiB to start with (this model has 14 KB of gradients),
+        # so that bucket sizes give different plans to choose from.
+        strategy = BaguaStrategy(algorithm=strategy[len("bagua:"):-len("+autotune")],
+                                 bucket_mb=0.001,
+                                 autotune=Autotune(budget_steps=36, min_bucket_mb=0.001))
+    elif strategy.startswith("bagua:"):
         strategy = BaguaStrategy(algorithm=strategy.split(":", 1)[1])
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_steps=args.steps,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
@@ -97,6 +104,8 @@ def main():
     weights = torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()
     result = {"weights": weights, "accuracy": accuracy,
               "strategy": type(trainer.strategy).__name__, "rank": trainer.global_rank}
+    if isinstance(trainer.strategy, BaguaStrategy):
+        result["autotune"] = trainer.strategy.autotune_state()
     if args.resume:
         trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=strategy,
                              max_steps=args.steps + 10, logger=False, enable_checkpointing=False,

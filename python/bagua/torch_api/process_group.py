@@ -22,6 +22,12 @@ import torch.distributed as dist
 from . import env
 
 _state = {"default": None, "store": None, "groups": 0,
+          # Runtime communicators created so far per store prefix: a prefix
+          # used again (a communicator released and created anew, an engine
+          # rebuilding its hierarchy) gets a new number, so its rendezvous
+          # never reads the previous one's keys (peer addresses, NCCL ids).
+          # Every member creates its communicators in the same order.
+          "created": {},
           # What to release at exit, before torch's group: every engine and
           # communicator this process made (weak: they may go earlier).
           "engines": weakref.WeakSet(), "communicators": weakref.WeakSet()}
@@ -78,6 +84,9 @@ class BaguaCommunicator:
         key = (device.type, device.index if device.type == "cuda" else None)
         if key not in self._backends:
             prefix = f"bagua/pg/{self.group.group_name}/{self.kind}/{key[0]}{key[1] or ''}"
+            count = _state["created"][prefix] = _state["created"].get(prefix, 0) + 1
+            if count > 1:
+                prefix = f"{prefix}#{count}"
             store = _C.CallbackStore(_default_store())
             try:
                 if device.type == "cuda":

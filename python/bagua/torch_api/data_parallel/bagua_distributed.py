@@ -75,6 +75,7 @@ class BaguaDistributedDataParallel:
         self._marked = set()
         self._callback_queued = False
         self._generation = 0  # bucket builds so far (names the Reducer's store keys)
+        self._comms = {}  # more communicators of this engine (native_backend.hierarchy_of)
         self._params = dict(self.bagua_build_params())
         start_hierarchical = self._start_hierarchical(autotune_options)
         self._broadcast_state()
@@ -246,6 +247,10 @@ class BaguaDistributedDataParallel:
         if hasattr(self._bagua_backend, "close"):
             self._bagua_backend.close()
         self._bagua_backend = None
+        hierarchy = self._comms.pop("hierarchy", None)
+        for comm in (hierarchy or ())[:2]:
+            if comm is not None:
+                comm.release()
         self.comm.release()
 
     # -- hooks ----------------------------------------------------------------------
