@@ -14,12 +14,15 @@
 #   weights  algorithms_bench.py with issue 21's configurations, 10 Gbit/s and no limit
 #   soak     bench/gpu/async_soak.py, 4 ranks, SOAK_S seconds (default 540) of async
 #            training with abort/resume every 3 s, NCCL's default protocols
+#   autotune bench/gpu/autotune_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000: fixed
+#            bucket sizes swept around autotune from 0.1 MiB (issue 25's target: >= 95%
+#            of the best fixed steps/s within 200 steps); about 4-6 minutes
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
 # The wheel is installed with pip --no-deps into the machine's Python (torch's);
 # NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak autotune]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -150,6 +153,12 @@ print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
         --out "$OUT/soak.json"
       tail -n 3 "$OUT/soak.log"
       cat "$OUT/soak.json"; echo
+      ;;
+    autotune)
+      ranks autotune_10g 4 570 BAGUA_NET_RATE_LIMIT_MBPS=10000 -- "$HERE/autotune_bench.py" \
+        --out "$OUT/autotune_10g.json"
+      grep -E "^(fixed|autotune|autotuned) " "$OUT/autotune_10g.log"
+      grep "bagua autotune: " "$OUT/autotune_10g.log" | tail -n 25
       ;;
     *) echo "unknown step $step" ;;
   esac

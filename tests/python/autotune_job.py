@@ -79,15 +79,18 @@ def measure(engines, x, args):
 
 
 def case_compare(args, rank, out):
-    """Autotune from the bad start over its budget; then the autotuned
-    engine and one engine per fixed size take blocks of steps in turn (A B
-    C ... C B A ...), so that the machine's noise hits them alike; each
+    """One engine per fixed size warms the processes up; autotune from the
+    bad start over its budget; then the autotuned engine and the fixed ones
+    take blocks of steps in turn (A B C ... C B A ...), so that the
+    machine's noise hits them alike; each
     one's steps/s is 1 / the median over rounds of its blocks' median step
     time. On a shared host two engines of the same plan can differ by more
     than 10% in one measurement, so it is repeated (fresh blocks, the same
     engines) up to --attempts times until the autotuned one is within
     --target of the best fixed size; every attempt is recorded."""
     fixed = [float(v) for v in args.fixed.split(",")]
+    engines = [(str(mb),) + wrap(args, mb)[:2] for mb in fixed]
+    measure(engines, batch(args), args)  # the process warms up (first steps run slower)
     tuned, tuned_opt, rebuilds = wrap(args, args.start_mb, Autotune(budget_steps=args.budget))
     start = time.perf_counter()
     steps(tuned, tuned_opt, args.budget, args)
@@ -97,7 +100,7 @@ def case_compare(args, rank, out):
     out["final_bucket_bytes"] = tuned.inner.bucket_bytes
     path = os.path.join(os.path.dirname(args.out), "autotune_state.json")
     tuned.autotune_state(path)
-    engines = [("autotuned", tuned, tuned_opt)] + [(str(mb),) + wrap(args, mb)[:2] for mb in fixed]
+    engines.insert(0, ("autotuned", tuned, tuned_opt))
     x = batch(args)
     out["attempts"] = []
     for attempt in range(args.attempts):

@@ -1,5 +1,6 @@
 """Worker for test_elastic.py: training under torchrun's elastic agent
-(restart the world) with bagua.torch_api.checkpoint; writes OUT.rank<r>.json.
+(restart the world) with bagua.torch_api.checkpoint's save_checkpoint and
+load_checkpoint; writes OUT.rank<r>.json.
 
 Every --every steps rank 0 saves a checkpoint. With --kill-at K, rank 1 of
 the first attempt kills itself (SIGKILL) before step K; torchrun restarts
@@ -23,7 +24,7 @@ import torch
 import torch.distributed as dist
 
 import bagua.torch_api as bagua
-from bagua.torch_api import checkpoint
+from bagua.torch_api.checkpoint import load_checkpoint, save_checkpoint
 
 
 def counts():
@@ -66,7 +67,7 @@ def main():
     hidden = args.hidden * 2 if args.change_model and attempt > 0 else args.hidden
     model = build(hidden)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    start = checkpoint.load_latest(args.ckpt, model, [opt])
+    start = load_checkpoint(args.ckpt, model, opt)
     before = counts()
     model.with_bagua([opt], "gradient_allreduce")
     first_step_at = None
@@ -79,10 +80,9 @@ def main():
         if first_step_at is None:
             first_step_at = time.time()
         if (step + 1) % args.every == 0:
-            checkpoint.save(args.ckpt, step + 1, model, [opt], keep=3)
+            save_checkpoint(step + 1, args.ckpt, model, opt, keep=3)
             if step + 1 == args.reload_at:
-                dist.barrier()  # rank 0 wrote it
-                checkpoint.load_latest(args.ckpt, model, [opt])
+                load_checkpoint(args.ckpt, model, opt)
     weights = torch.cat([q.detach().reshape(-1) for q in model.parameters()]).tolist()
     model.bagua_ddp.close()
     after_close = counts()

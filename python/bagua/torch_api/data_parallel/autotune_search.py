@@ -9,9 +9,11 @@ short trial; the faster half is kept and each survivor gets a trial twice as
 long; and so on until one is left. Each round spends about the same share
 of the budget, so R = ceil(log2(K)) rounds of about budget / R steps. A
 trial's first `warmup_steps` steps after the buckets are rebuilt are not
-measured (allocations, the first launch of each bucket). A candidate's score
-is the lower quartile of every step time measured for it, over all its
-trials, so later rounds refine earlier ones.
+measured (allocations, the first launch of each bucket). Each round ranks
+its candidates by the lower quartile of the step times measured in that
+round: measured close together in time, and in alternating order from round
+to round, so that a machine warming up or getting busier (seen here: 2x
+over the first second) does not favour the candidates measured last.
 
 Why not a Gaussian process (the original's scikit-optimize) or optuna: the
 space is a few dozen discrete points at most, once configurations with
@@ -36,9 +38,9 @@ class Candidate:
         self.samples = []  # seconds per measured step, every trial
 
     def score(self):
-        """Step time in seconds: the lower quartile of the measured steps (inf
-        before any). Interference from other processes only ever adds time,
-        often for several steps in a row, so a low quantile tracks the
+        """Step time in seconds: the lower quartile of every measured step
+        (inf before any). Interference from other processes only ever adds
+        time, often for several steps in a row, so a low quantile tracks the
         configuration's own cost better than the median or the mean."""
         return lower_quartile(self.samples)
 
@@ -101,11 +103,13 @@ class SuccessiveHalving:
         return budget_steps >= SuccessiveHalving.needed_steps(n, warmup_steps, min_measured)
 
     def _start_round(self):
+        self._round_samples = {}
         if len(self.survivors) <= 1:
             self._queue = []
             return
         steps = self._per_round // len(self.survivors)
-        self._queue = [(i, steps) for i in self.survivors]
+        order = self.survivors if self.round % 2 == 0 else self.survivors[::-1]
+        self._queue = [(i, steps) for i in order]
 
     def next_trial(self):
         """(candidate index, steps including the warm-up) or None when done."""
@@ -117,10 +121,12 @@ class SuccessiveHalving:
         if index != expected:
             raise ValueError(f"autotune: a result for candidate {index}, expected {expected}")
         self.candidates[index].samples.extend(float(s) for s in step_seconds)
+        self._round_samples[index] = [float(s) for s in step_seconds]
         self._queue.pop(0)
         if self._queue:
             return
-        ranked = sorted(self.survivors, key=lambda i: (self.candidates[i].score(), i))
+        ranked = sorted(self.survivors,
+                        key=lambda i: (lower_quartile(self._round_samples.get(i, [])), i))
         self.survivors = ranked[:math.ceil(len(ranked) / 2)]
         self.round += 1
         self._start_round()
