@@ -70,3 +70,46 @@ def test_restart_with_a_changed_model_is_a_clear_error(outdir):
     assert "was saved from a different model: '0.weight' is [32, 16] torch.float32 there and " \
            "[64, 16] torch.float32 here" in result.stderr, result.stderr[-4000:]
     assert leftover_processes(prefix) == []
+
+
+def test_checkpoint_files_are_the_originals(tmp_path):
+    """One process, no torch.distributed: the original's layout and tracker,
+    optimizer and scheduler state, pruning, and the errors."""
+    import pytest
+    import torch
+
+    from bagua.torch_api.checkpoint import load_checkpoint, save_checkpoint
+
+    def build(hidden=8):
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(4, hidden), torch.nn.Linear(hidden, 2))
+
+    path = str(tmp_path / "ckpt")
+    assert load_checkpoint(path, build()) == 0  # nothing yet: nothing loaded
+    model = build()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1)
+    model(torch.ones(1, 4)).sum().backward()
+    opt.step()
+    sched.step()
+    for iteration in (10, 20, 30):
+        save_checkpoint(iteration, path, model, opt, sched, keep=2)
+    assert sorted(os.listdir(path)) == ["iter_0000020", "iter_0000030",
+                                        "latest_checkpointed_iteration.txt"]
+    assert os.listdir(os.path.join(path, "iter_0000030")) == ["mp_rank_00_model_states.pt"]
+    saved = torch.load(os.path.join(path, "iter_0000030", "mp_rank_00_model_states.pt"),
+                       weights_only=False)
+    assert {"iteration", "model", "optimizer", "lr_scheduler"} <= set(saved)
+    fresh = build()
+    fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.1, momentum=0.9)
+    fresh_sched = torch.optim.lr_scheduler.StepLR(fresh_opt, step_size=1)
+    assert load_checkpoint(path, fresh, fresh_opt, fresh_sched) == 30
+    assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), model.parameters()))
+    assert fresh_opt.state_dict()["state"][0]["momentum_buffer"].equal(
+        opt.state_dict()["state"][0]["momentum_buffer"])
+    assert fresh_sched.last_epoch == sched.last_epoch == 1
+    with pytest.raises(ValueError, match="saved from a different model: '0.weight' is "
+                                         r"\[8, 4\] torch.float32 there and \[9, 4\]"):
+        load_checkpoint(path, build(9))
+    with pytest.raises(ValueError, match=r"holds 1 optimizer state\(s\), 2 optimizer\(s\) given"):
+        load_checkpoint(path, build(), [opt, opt])
