@@ -29,25 +29,17 @@ import time
 import torch
 import torch.distributed as dist
 
-import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import Algorithm
 from bagua.torch_api.data_parallel import DistributedDataParallel
 from bagua.torch_api.data_parallel.autotune import Autotune
 
-
-def build(args, device):
-    torch.manual_seed(1234)
-    layers = []
-    for i in range(args.layers):
-        layers.append(torch.nn.Linear(args.width, args.width))
-        if i + 1 < args.layers:
-            layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers).to(device)
+# The same MLP, device choice and fixed data as the algorithms' benchmark.
+from algorithms_bench import add_model_arguments, build_model, start
 
 
 def wrap(args, device, bucket_mb, autotune=None):
     """The model under Bagua's DDP class at `bucket_mb`, and its optimizer."""
-    model = build(args, device)
+    model = build_model(args.width, args.layers, device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     ddp = DistributedDataParallel(model, optimizers=[opt], bucket_cap_mb=bucket_mb,
                                   algorithm=Algorithm.init("gradient_allreduce",
@@ -111,24 +103,10 @@ def main():
     p.add_argument("--budget", type=int, default=200)
     p.add_argument("--steps", type=int, default=20, help="timed steps per configuration")
     p.add_argument("--warmup", type=int, default=4)
-    p.add_argument("--width", type=int, default=512)
-    p.add_argument("--layers", type=int, default=192)
-    p.add_argument("--batch", type=int, default=256)
     p.add_argument("--target", type=float, default=0.95)
-    p.add_argument("--out", required=True)
-    p.add_argument("--device", default="cuda", help="cpu: a dry run of the script (Gloo)")
+    add_model_arguments(p, width=512, layers=192)
     args = p.parse_args()
-    if args.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) %
-                              torch.cuda.device_count())
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    bagua.init_process_group()
-    rank = dist.get_rank()
-    g = torch.Generator().manual_seed(rank)
-    data = ([torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)],
-            [torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)])
+    device, rank, data = start(args)
     sizes = [float(s) for s in args.sizes.split(",")]
     rates = {str(mb): [] for mb in sizes}
     buckets = {}
