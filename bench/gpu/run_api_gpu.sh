@@ -17,12 +17,15 @@
 #   autotune bench/gpu/autotune_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000: fixed
 #            bucket sizes swept around autotune from 0.1 MiB (issue 25's target: >= 95%
 #            of the best fixed steps/s within 200 steps); about 4-6 minutes
+#   demo     python -m bagua.demo --quick (the main job's training part): every algorithm
+#            on digits, 4 ranks on the GPU through Bagua-Net; the table, the PNG, and how
+#            many NCCL logs name Bagua-Net as the network
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
 # The wheel is installed with pip --no-deps into the machine's Python (torch's);
 # NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak autotune]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak autotune demo]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -159,6 +162,13 @@ print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
         --out "$OUT/autotune_10g.json"
       grep -E "^(fixed|autotune|autotuned) " "$OUT/autotune_10g.log"
       grep "bagua autotune: " "$OUT/autotune_10g.log" | tail -n 25
+      ;;
+    demo)
+      t0=$SECONDS
+      (cd "$OUT" && timeout 300 python3 -m bagua.demo --quick --no-progress --out "$OUT/demo") \
+        >"$OUT/demo.log" 2>&1
+      echo "demo rc=$? $((SECONDS - t0))s"
+      grep -E "^bagua.demo:|^algorithm|^-|^[a-z_]+ +[0-9.]+ s|^plot:|^NCCL logs" "$OUT/demo.log"
       ;;
     *) echo "unknown step $step" ;;
   esac

@@ -8,7 +8,8 @@ compare    autotune from a bad start (--start-mb) over its budget; then the
            without searching.
 errors     rank 0 autotune=True, rank 1 autotune=None: ValueError on both;
            then rank 1 applies another bucket size than rank 0 decided: the
-           RuntimeError on both ranks (not a hang).
+           RuntimeError on both ranks (not a hang); then autotune with async:
+           a ValueError saying why, before anything starts.
 
 The model: --layers Linear(--width, --width) layers, so that many small
 tensors make the bucket size matter (each Gloo allreduce has a fixed cost).
@@ -144,6 +145,13 @@ def case_errors(args, rank, out):
     except RuntimeError as error:
         out["disagree_error"] = str(error)
     out["disagree_seconds"] = time.perf_counter() - start
+    model = build(args)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    try:
+        DistributedDataParallel(model, optimizers=[opt], algorithm="async", autotune=True)
+        out["unsupported_error"] = None
+    except ValueError as error:
+        out["unsupported_error"] = str(error)
 
 
 def main():

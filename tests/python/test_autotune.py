@@ -128,7 +128,7 @@ def test_autotune_from_a_bad_start_reaches_the_best_fixed_size(outdir):
                                "status": "loaded"}
 
 
-def test_disagreements_are_errors_on_every_rank(outdir):
+def test_disagreements_and_unsupported_algorithms_are_errors_on_every_rank(outdir):
     ranks, _ = run_job(outdir, 2, "errors", "--budget", "60")
     for r, other in ((0, 1), (1, 0)):
         assert f"rank {r} has mode (0 off, 1 search, 2 from a state) = {1 - r}, rank {other} " \
@@ -136,6 +136,8 @@ def test_disagreements_are_errors_on_every_rank(outdir):
         assert "ranks disagree at step" in ranks[r]["disagree_error"]
         assert "every rank must rebuild the same buckets" in ranks[r]["disagree_error"]
         assert ranks[r]["disagree_seconds"] < 30  # an error, not a hang
+        assert "autotune with AsyncModelAverageAlgorithmImpl: it averages the weights in the " \
+            "background" in ranks[r]["unsupported_error"]
 
 
 def test_world_size_one_does_nothing_and_says_so(tmp_path):

@@ -16,6 +16,7 @@ at once naming them.
     # a later run starts at the winner, no search:
     model = bagua.BaguaDistributedDataParallel(model, autotune="autotune.json")
 """
+import json
 import logging
 import math
 import sys
@@ -24,7 +25,6 @@ import time
 import torch
 
 from ..collectives import _call
-from ..communication import broadcast_object
 from ..process_group import _node_of_ranks
 from .autotune_search import Candidate, SuccessiveHalving, bucket_sizes, format_bytes
 from .autotune_settings import FORMAT, Autotune, load_state, resolve, starting_bucket  # noqa: F401
@@ -53,6 +53,28 @@ def allgather_ints(ddp, values):
 
 def _hier_code(h):
     return -1 if h is None else int(bool(h))
+
+
+def check_supported(ddp, options):
+    """ValueError when autotune is asked for an algorithm that cannot
+    rebuild its buckets mid-training (checked before anything starts)."""
+    if options is None or ddp.world_size == 1:
+        return
+    unsupported = getattr(ddp.bagua_algorithm, "autotune_unsupported", None)
+    if unsupported:
+        raise ValueError(f"bagua: autotune with {type(ddp.bagua_algorithm).__name__}: "
+                         f"{unsupported}")
+
+
+def broadcast_json(ddp, obj):
+    """Rank 0's JSON-able `obj` on every rank (its length, then its bytes)."""
+    data = json.dumps(obj).encode() if ddp.rank == 0 else b""
+    size = broadcast_ints(ddp, [len(data)])[0]
+    t = torch.zeros(size, dtype=torch.uint8, device=ddp.device)
+    if ddp.rank == 0:
+        t.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    _call(ddp.backend(), ddp.device, "broadcast", t.data_ptr(), size, 0)
+    return json.loads(t.cpu().numpy().tobytes().decode())
 
 
 def check_settings_agree(ddp, options):
@@ -97,10 +119,7 @@ class Autotuner:
             self.reason = "world size 1: nothing is communicated, so there is nothing to tune"
             _log(f"off ({self.reason})", logging.WARNING)
             return
-        unsupported = getattr(ddp.bagua_algorithm, "autotune_unsupported", None)
-        if unsupported:
-            raise ValueError(f"bagua: autotune with {type(ddp.bagua_algorithm).__name__}: "
-                             f"{unsupported}")
+        check_supported(ddp, options)
         if options.state is not None:
             self._use_loaded(options)
             return
@@ -263,7 +282,7 @@ class Autotuner:
             _log(f"done after {step - 1} steps: winner {best.describe()}: "
                  f"{_rate(best.score())} steps/s; start {start.describe()}: "
                  f"{_rate(start.score())} steps/s ({gain:.2f}x)")
-        self._final = broadcast_object(state, 0, ddp.comm)
+        self._final = broadcast_json(ddp, state)
 
     # -- export ----------------------------------------------------------------------------
     def _state_dict(self, candidates, winner, steps):

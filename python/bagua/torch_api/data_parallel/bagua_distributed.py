@@ -78,9 +78,12 @@ class BaguaDistributedDataParallel:
         self._comms = {}  # more communicators of this engine (native_backend.hierarchy_of)
         self._params = dict(self.bagua_build_params())
         start_hierarchical = self._start_hierarchical(autotune_options)
+        autotuning.check_supported(self, autotune_options)
         self._broadcast_state()
-        self._init_algorithm()
+        # Before the algorithm starts: async's background rounds must not
+        # overlap another NCCL collective on the same GPU (docs/algorithms.md).
         autotuning.check_settings_agree(self, autotune_options)
+        self._init_algorithm()
         self._autotuner = autotuning.Autotuner(self, autotune_options, start_hierarchical)
         self._install_hooks()
         register_engine(self)
