@@ -1,4 +1,5 @@
 """Worker for test_autotune.py (torchrun, CPU, Gloo); writes OUT.rank<r>.json.
+--case names one or more (comma separated, run in order) of:
 
 compare    autotune from a bad start (--start-mb) over its budget; then the
            steps/s of the autotuned engine and of the model at each fixed
@@ -172,7 +173,8 @@ def main():
     bagua.init_process_group()
     rank = dist.get_rank()
     out = {}
-    globals()["case_" + args.case](args, rank, out)
+    for case in args.case.split(","):
+        globals()["case_" + case](args, rank, out)
     with open(f"{args.out}.rank{rank}.json", "w") as f:
         json.dump(out, f)
 

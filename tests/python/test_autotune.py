@@ -99,16 +99,18 @@ def test_bad_autotune_arguments_name_the_value(tmp_path):
         BaguaStrategy(autotune=str(missing))
 
 
-def run_job(outdir, nproc, case, *extra):
-    prefix = os.path.join(outdir, case)
-    result = torchrun("autotune_job.py", nproc, ["--case", case, "--out", prefix, *extra],
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """One 2-process job for the tests below (one start of Python and torch)."""
+    prefix = str(tmp_path_factory.mktemp("autotune") / "job")
+    result = torchrun("autotune_job.py", 2, ["--case", "compare,errors", "--out", prefix],
                       timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
-    return load_ranks(prefix, nproc), result
+    return load_ranks(prefix, 2), result
 
 
-def test_autotune_from_a_bad_start_reaches_the_best_fixed_size(outdir):
-    ranks, result = run_job(outdir, 2, "compare")
+def test_autotune_from_a_bad_start_reaches_the_best_fixed_size(job):
+    ranks, result = job
     r0, r1 = ranks
     # Every rank rebuilt the same buckets at the same steps, and ended at the winner.
     assert r0["rebuilds"] == r1["rebuilds"] and r0["rebuilds"]
@@ -128,8 +130,8 @@ def test_autotune_from_a_bad_start_reaches_the_best_fixed_size(outdir):
                                "status": "loaded"}
 
 
-def test_disagreements_and_unsupported_algorithms_are_errors_on_every_rank(outdir):
-    ranks, _ = run_job(outdir, 2, "errors", "--budget", "60")
+def test_disagreements_and_unsupported_algorithms_are_errors_on_every_rank(job):
+    ranks, _ = job
     for r, other in ((0, 1), (1, 0)):
         assert f"rank {r} has mode (0 off, 1 search, 2 from a state) = {1 - r}, rank {other} " \
             f"has {r}" in ranks[r]["settings_error"]
