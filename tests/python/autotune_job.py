@@ -11,6 +11,7 @@ errors     rank 0 autotune=True, rank 1 autotune=None: ValueError on both;
            then rank 1 applies another bucket size than rank 0 decided: the
            RuntimeError on both ranks (not a hang); then autotune with async:
            a ValueError saying why, before anything starts.
+hier       --nodes 2 with 4 processes: hierarchical on and off are candidates.
 
 The model: --layers Linear(--width, --width) layers, so that many small
 tensors make the bucket size matter (each Gloo allreduce has a fixed cost).
@@ -155,6 +156,23 @@ def case_errors(args, rank, out):
         out["unsupported_error"] = str(error)
 
 
+def case_hier(args, rank, out):
+    """4 processes as 2 nodes of 2 (set before bagua starts, as torchrun does
+    on real nodes): hierarchical on/off is searched with the bucket size."""
+    model = build(args)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    ddp = DistributedDataParallel(model, optimizers=[opt], bucket_cap_mb=args.start_mb,
+                                  algorithm="gradient_allreduce", hierarchical=True,
+                                  autotune=Autotune(budget_steps=args.budget))
+    rebuilds = []
+    original = ddp.inner._rebuild_buckets
+    ddp.inner._rebuild_buckets = lambda size, hier: (
+        rebuilds.append([ddp.inner.bagua_train_step_counter, int(size), hier]),
+        original(size, hier))
+    steps(ddp, opt, args.budget, args)
+    out.update(state=ddp.autotune_state(), rebuilds=rebuilds)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--case", required=True)
@@ -163,6 +181,7 @@ def main():
     p.add_argument("--layers", type=int, default=100)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--start-mb", type=float, default=0.1)
+    p.add_argument("--nodes", type=int, default=1)
     p.add_argument("--fixed", default="0.1,0.25,0.5,1,2")
     p.add_argument("--budget", type=int, default=120)
     p.add_argument("--rounds", type=int, default=8)
@@ -170,6 +189,10 @@ def main():
     p.add_argument("--target", type=float, default=0.9)
     p.add_argument("--attempts", type=int, default=3)
     args = p.parse_args()
+    if args.nodes > 1:
+        rank, per_node = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]) // args.nodes
+        os.environ.update(GROUP_RANK=str(rank // per_node), LOCAL_RANK=str(rank % per_node),
+                          LOCAL_WORLD_SIZE=str(per_node))
     bagua.init_process_group()
     rank = dist.get_rank()
     out = {}

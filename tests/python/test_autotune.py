@@ -142,6 +142,19 @@ def test_disagreements_and_unsupported_algorithms_are_errors_on_every_rank(job):
             "background" in ranks[r]["unsupported_error"]
 
 
+def test_hierarchical_is_tuned_across_nodes(outdir):
+    prefix = os.path.join(outdir, "hier")
+    result = torchrun("autotune_job.py", 4, ["--case", "hier", "--nodes", "2", "--layers", "20",
+                                             "--budget", "80", "--out", prefix], timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+    ranks = load_ranks(prefix, 4)
+    state = ranks[0]["state"]
+    assert state["status"] == "done"
+    assert {t["hierarchical"] for t in state["trials"]} == {True, False}
+    for r in ranks[1:]:
+        assert r["state"] == state and r["rebuilds"] == ranks[0]["rebuilds"]
+
+
 def test_world_size_one_does_nothing_and_says_so(tmp_path):
     code = (
         "import torch, torch.distributed as dist, bagua\n"

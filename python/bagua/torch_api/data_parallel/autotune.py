@@ -219,9 +219,10 @@ class Autotuner:
         msg = [step, index, 0, 0, 0, 0]  # step, candidate, steps, done, bucket bytes, hier
         if ddp.rank == 0:
             seconds = self._step_seconds(measure_from, step)
+            trial_round = self.search.round
             self.search.report(index, seconds)
             c = self.search.candidates[index]
-            self.trials.append(dict(c.as_dict(), round=self.search.round, step=self.current[1],
+            self.trials.append(dict(c.as_dict(), round=trial_round, step=self.current[1],
                                     measured_steps=len(seconds),
                                     step_time_s=_nan_none(_median(seconds))))
             _log(f"trial {len(self.trials)}: {c.describe()}: "
