@@ -17,6 +17,10 @@
 #   autotune bench/gpu/autotune_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000: fixed
 #            bucket sizes swept around autotune from 0.1 MiB (issue 25's target: >= 95%
 #            of the best fixed steps/s within 200 steps); about 4-6 minutes
+#   elastic  tests/python/elastic_job.py --device cuda: 2 ranks under bagua.distributed.run
+#            --max-restarts=2, rank 1 killed before step 25, restart from the checkpoint of
+#            step 20 (NCCL communicators formed again through Bagua-Net); against a run that
+#            reloads that checkpoint in place: weights bit-equal?, restart time, leak counts
 #   demo     python -m bagua.demo --quick (the main job's training part): every algorithm
 #            on digits, 4 ranks on the GPU through Bagua-Net; the table, the PNG, and how
 #            many NCCL logs name Bagua-Net as the network
@@ -25,7 +29,7 @@
 # The wheel is installed with pip --no-deps into the machine's Python (torch's);
 # NCCL is the pip NCCL torch loads; the plugin is the one inside the wheel.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak autotune demo]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak autotune elastic demo]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -162,6 +166,31 @@ print('lpd $n ranks: largest |weights - pure-torch reference| per rank', d)"
         --out "$OUT/autotune_10g.json"
       grep -E "^(fixed|autotune|autotuned) " "$OUT/autotune_10g.log"
       grep "bagua autotune: " "$OUT/autotune_10g.log" | tail -n 25
+      ;;
+    elastic)
+      for run in killed reference; do
+        extra=(--kill-at 25)
+        [ $run = reference ] && extra=(--reload-at 20)
+        mkdir -p "$OUT/nccl_elastic_$run"
+        t0=$SECONDS
+        env "${NET[@]}" NCCL_DEBUG_FILE="$OUT/nccl_elastic_$run/%h.%p.log" timeout 240 \
+          python3 -m bagua.distributed.run --nnodes=1:2 --nproc-per-node=2 --max-restarts=2 \
+          --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29677 --rdzv-id="elastic_$run" \
+          --rdzv-conf last_call_timeout=1 --no-python "$HERE/hostid_exec.sh" python3 \
+          "$ROOT/tests/python/elastic_job.py" --device cuda --ckpt "$OUT/elastic_$run.ckpt" \
+          --out "$OUT/elastic_$run" "${extra[@]}" >"$OUT/elastic_$run.log" 2>&1
+        echo "elastic $run rc=$? $((SECONDS - t0))s (NCCL logs naming Bagua:" \
+          "$(grep -l "Using network Bagua" "$OUT/nccl_elastic_$run"/*.log 2>/dev/null | wc -l))"
+      done
+      python3 -c "
+import json
+k = float(open('$OUT/elastic_killed.killed_at').read())
+a = [json.load(open('$OUT/elastic_killed.rank%d.json' % r)) for r in range(2)]
+b = [json.load(open('$OUT/elastic_reference.rank%d.json' % r)) for r in range(2)]
+print('elastic: attempts', [r['attempt'] for r in a], 'resumed from', [r['resumed_from'] for r in a],
+      'restart %.1f s' % (a[0]['first_step_at'] - k),
+      'bit-equal to the reference:', all(x['weights'] == y['weights'] for x, y in zip(a, b)),
+      'threads/fds after close, then 3 re-forms:', [[r['after_close']] + r['reformed'] for r in a])"
       ;;
     demo)
       t0=$SECONDS

@@ -38,13 +38,14 @@ def build(hidden):
                                torch.nn.Linear(hidden, 4))
 
 
-def batch(step, rank):
+def batch(step, rank, device):
     g = torch.Generator().manual_seed(1000 * step + rank)
-    return torch.randn(8, 16, generator=g), torch.randint(0, 4, (8,), generator=g)
+    return (torch.randn(8, 16, generator=g).to(device),
+            torch.randint(0, 4, (8,), generator=g).to(device))
 
 
 def train_step(model, opt, step, rank):
-    x, y = batch(step, rank)
+    x, y = batch(step, rank, next(model.parameters()).device)
     opt.zero_grad()
     torch.nn.functional.cross_entropy(model(x), y).backward()
     opt.step()
@@ -60,14 +61,20 @@ def main():
     p.add_argument("--reload-at", type=int, default=-1)
     p.add_argument("--change-model", action="store_true")
     p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--device", default="cpu", help="cuda: LOCAL_RANK modulo the GPUs (NCCL)")
     args = p.parse_args()
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) %
+                              torch.cuda.device_count())
+        torch.cuda.set_device(device)
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
     bagua.init_process_group()
     rank = dist.get_rank()
     hidden = args.hidden * 2 if args.change_model and attempt > 0 else args.hidden
-    model = build(hidden)
+    model = build(hidden).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    start = load_checkpoint(args.ckpt, model, opt)
+    start = load_checkpoint(args.ckpt, model, opt, map_location=device)
     before = counts()
     model.with_bagua([opt], "gradient_allreduce")
     first_step_at = None
@@ -83,12 +90,12 @@ def main():
             save_checkpoint(step + 1, args.ckpt, model, opt, keep=3)
             if step + 1 == args.reload_at:
                 load_checkpoint(args.ckpt, model, opt)
-    weights = torch.cat([q.detach().reshape(-1) for q in model.parameters()]).tolist()
+    weights = torch.cat([q.detach().reshape(-1) for q in model.parameters()]).cpu().tolist()
     model.bagua_ddp.close()
     after_close = counts()
     reformed = []
     for _ in range(3):
-        twin = build(hidden)
+        twin = build(hidden).to(device)
         twin.load_state_dict(model.state_dict())
         twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1)
         twin.with_bagua([twin_opt], "gradient_allreduce")
