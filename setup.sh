@@ -3,7 +3,8 @@
 # packages), configures and builds, then runs what you ask for.
 #
 #   ./setup.sh              install dependencies and build (build/)
-#   ./setup.sh demo [args]  ... then run the main job (bagua-net-demo)
+#   ./setup.sh demo [args]  ... then run the main job (scripts/demo.sh: the Bagua-Net
+#                           table, then every algorithm training digits; --quick)
 #   ./setup.sh test         ... then run the CPU test suites; last line "N passed, N failed"
 #   ./setup.sh slow         ... then run the slow suite (messages above 2 GiB)
 #   ./setup.sh asan|tsan    the test suites in an ASan+UBSan / TSan build (build-asan, build-tsan)
@@ -102,9 +103,9 @@ case "$cmd" in
     configure build "${DEV_OPTS[@]}"
     ;;
   demo)
-    install_deps
+    install_deps python3-venv
     configure build "${DEV_OPTS[@]}"
-    exec build/tools/bagua-net-demo "$@"
+    exec scripts/demo.sh "$@"
     ;;
   test)
     install_deps

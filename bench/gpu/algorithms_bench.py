@@ -62,6 +62,36 @@ LONG = ("async_sgd", "nocomm_sgd", "diloco_sgd", "local_sgd_sgd", "torch_plsgd_s
 SLOW = ("ddp", "ga", "bytegrad")
 
 
+def add_model_arguments(p, width, layers):
+    """--width, --layers, --batch, --out, --device (what every job here takes)."""
+    p.add_argument("--width", type=int, default=width)
+    p.add_argument("--layers", type=int, default=layers)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda", help="cpu: a dry run of the script (Gloo)")
+
+
+def start(args):
+    """(device, rank, fixed data): the device chosen, the job joined, and four
+    seeded (input, target) batches per rank on the device."""
+    device = pick_device(args.device)
+    bagua.init_process_group()
+    rank = dist.get_rank()
+    g = torch.Generator(device="cpu").manual_seed(rank)
+    data = ([torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)],
+            [torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)])
+    return device, rank, data
+
+
+def pick_device(name):
+    """This rank's device: cuda (LOCAL_RANK modulo the GPUs, made current) or cpu."""
+    if name != "cuda":
+        return torch.device("cpu")
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
+
+
 def build_model(width, layers, device):
     torch.manual_seed(1234)
     mods = []
@@ -203,22 +233,9 @@ def main():
     p.add_argument("--diloco-fragments", type=int, default=3)
     p.add_argument("--diloco-overlap-steps", type=int, default=0, help="0: automatic")
     p.add_argument("--diloco-compression", default="fp4")
-    p.add_argument("--width", type=int, default=4096)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--out", required=True)
-    p.add_argument("--device", default="cuda", help="cpu: a dry run of the script (Gloo)")
+    add_model_arguments(p, width=4096, layers=3)
     args = p.parse_args()
-    if args.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    bagua.init_process_group()
-    rank = dist.get_rank()
-    g = torch.Generator(device="cpu").manual_seed(rank)
-    data = ([torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)],
-            [torch.randn(args.batch, args.width, generator=g).to(device) for _ in range(4)])
+    device, rank, data = start(args)
     names = args.configs.split(",")
     results = {n: [] for n in names}
     averages_per_s = {n: [] for n in names}

@@ -17,13 +17,16 @@
 #   diloco   local SGD and DiLoCo: CUDA correctness (2 ranks), then the benchmark at
 #            1 Gbit/s, 10 Gbit/s and no limit (DILOCO_LIMITS, DILOCO_CONFIGS,
 #            DILOCO_EXTRA: more algorithms_bench.py arguments)
-#   diloco   tests/python/local_updates_job.py --device cuda (2 ranks: local SGD and DiLoCo
-#            against their references, identical start points, exact checkpoint restart);
-#            then algorithms_bench.py with issue 30's configurations (no communication,
-#            gradient allreduce, ByteGrad, DiLoCo H=50 streaming + overlap + fp4, local SGD
-#            H=50, torch's post-local SGD H=50), 4 ranks, at 1, 10 Gbit/s and no limit;
-#            DILOCO_ROUNDS (default 2) interleaved rounds each; then the summary table
-#            (bench/gpu/diloco_summary.py) with the targets' ratios
+#   autotune bench/gpu/autotune_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000: fixed
+#            bucket sizes swept around autotune from 0.1 MiB (issue 25's target: >= 95%
+#            of the best fixed steps/s within 200 steps); about 4-6 minutes
+#   elastic  tests/python/elastic_job.py --device cuda: 2 ranks under bagua.distributed.run
+#            --max-restarts=2, rank 1 killed before step 25, restart from the checkpoint of
+#            step 20 (NCCL communicators formed again through Bagua-Net); against a run that
+#            reloads that checkpoint in place: weights bit-equal?, restart time, leak counts
+#   demo     python -m bagua.demo --quick (the main job's training part): every algorithm
+#            on digits, 4 ranks on the GPU through Bagua-Net; the table, the PNG, and how
+#            many NCCL logs name Bagua-Net as the network
 #
 # Usage: WHEEL=<bagua wheel> bash bench/gpu/run_api_gpu.sh OUT [STEP ...]
 # The wheel is installed with pip --no-deps into the machine's Python (torch's),
@@ -31,7 +34,7 @@
 # loads; the plugin is the one inside the wheel; `python -m bagua.info` (with
 # its one-rank NCCL check of the plugin) goes into env.txt.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco autotune elastic demo]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -188,6 +191,44 @@ for r in range(2):
       summaries=()
       for limit in ${DILOCO_LIMITS:-1000 10000 0}; do summaries+=("$OUT/diloco_$limit.json"); done
       python3 "$HERE/diloco_summary.py" "${summaries[@]}" | tee "$OUT/diloco_summary.md"
+      ;;
+    autotune)
+      ranks autotune_10g 4 570 BAGUA_NET_RATE_LIMIT_MBPS=10000 -- "$HERE/autotune_bench.py" \
+        --out "$OUT/autotune_10g.json"
+      grep -E "^(fixed|autotune|autotuned) " "$OUT/autotune_10g.log"
+      grep "bagua autotune: " "$OUT/autotune_10g.log" | tail -n 25
+      ;;
+    elastic)
+      for run in killed reference; do
+        extra=(--kill-at 25)
+        [ $run = reference ] && extra=(--reload-at 20)
+        mkdir -p "$OUT/nccl_elastic_$run"
+        t0=$SECONDS
+        env "${NET[@]}" NCCL_DEBUG_FILE="$OUT/nccl_elastic_$run/%h.%p.log" timeout 240 \
+          python3 -m bagua.distributed.run --nnodes=1:2 --nproc-per-node=2 --max-restarts=2 \
+          --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29677 --rdzv-id="elastic_$run" \
+          --rdzv-conf last_call_timeout=1 --no-python "$HERE/hostid_exec.sh" python3 \
+          "$ROOT/tests/python/elastic_job.py" --device cuda --ckpt "$OUT/elastic_$run.ckpt" \
+          --out "$OUT/elastic_$run" "${extra[@]}" >"$OUT/elastic_$run.log" 2>&1
+        echo "elastic $run rc=$? $((SECONDS - t0))s (NCCL logs naming Bagua:" \
+          "$(grep -l "Using network Bagua" "$OUT/nccl_elastic_$run"/*.log 2>/dev/null | wc -l))"
+      done
+      python3 -c "
+import json
+k = float(open('$OUT/elastic_killed.killed_at').read())
+a = [json.load(open('$OUT/elastic_killed.rank%d.json' % r)) for r in range(2)]
+b = [json.load(open('$OUT/elastic_reference.rank%d.json' % r)) for r in range(2)]
+print('elastic: attempts', [r['attempt'] for r in a], 'resumed from', [r['resumed_from'] for r in a],
+      'restart %.1f s' % (a[0]['first_step_at'] - k),
+      'bit-equal to the reference:', all(x['weights'] == y['weights'] for x, y in zip(a, b)),
+      'threads/fds after close, then 3 re-forms:', [[r['after_close']] + r['reformed'] for r in a])"
+      ;;
+    demo)
+      t0=$SECONDS
+      (cd "$OUT" && timeout 300 python3 -m bagua.demo --quick --no-progress --out "$OUT/demo") \
+        >"$OUT/demo.log" 2>&1
+      echo "demo rc=$? $((SECONDS - t0))s"
+      grep -E "^bagua.demo:|^algorithm|^-|^[a-z_]+ +[0-9.]+ s|^plot:|^NCCL logs" "$OUT/demo.log"
       ;;
     *) echo "unknown step $step" ;;
   esac

@@ -12,6 +12,7 @@ is built, so a wrong option fails at once naming the option and the
 algorithm. Manual optimization works: gradients are averaged in
 `manual_backward`, as in automatic optimization.
 """
+import json
 from contextlib import contextmanager
 
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
@@ -23,6 +24,7 @@ from bagua import registry
 from bagua.torch_api.algorithms import GlobalAlgorithmRegistry
 from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
 from bagua.torch_api.data_parallel import DistributedDataParallel
+from bagua.torch_api.data_parallel import autotune as autotuning
 
 
 class BaguaStrategy(DDPStrategy):
@@ -37,6 +39,8 @@ class BaguaStrategy(DDPStrategy):
             bagua.BaguaDistributedDataParallel.
         fused_optimizer: the optimizers of configure_optimizers step fused
             (bagua.torch_api.contrib.fuse_optimizer; docs/fused_optimizer.md).
+        autotune: see bagua.BaguaDistributedDataParallel (`autotune_state()`
+            here returns what autotune chose, also after fit).
         **bagua_kwargs: the algorithm's options.
     """
 
@@ -46,10 +50,11 @@ class BaguaStrategy(DDPStrategy):
                  parallel_devices=None, cluster_environment=None, checkpoint_io=None,
                  precision_plugin=None, process_group_backend=None, bucket_mb=None,
                  find_unused_parameters=False, broadcast_buffers=True, timeout_s=None,
-                 fused_optimizer=False, **bagua_kwargs):
+                 fused_optimizer=False, autotune=None, **bagua_kwargs):
         # Checked here so that a wrong name or option fails now; QAdam is built
         # at setup, with the QAdamOptimizer that configure_optimizers returns.
         self._bagua_algorithm_factory = GlobalAlgorithmRegistry.get(algorithm)
+        autotuning.resolve(autotune)  # a bad value or an unreadable file fails now
         if algorithm == "qadam":
             registry.check_available(algorithm)
             registry.resolve_options(algorithm, bagua_kwargs)
@@ -65,7 +70,8 @@ class BaguaStrategy(DDPStrategy):
         self._bagua_options = dict(bucket_cap_mb=bucket_mb,
                                    find_unused_parameters=find_unused_parameters,
                                    broadcast_buffers=broadcast_buffers, timeout_s=timeout_s,
-                                   fused_optimizer=fused_optimizer)
+                                   fused_optimizer=fused_optimizer, autotune=autotune)
+        self._bagua_autotune_state = None
 
     @property
     def algorithm(self):
@@ -77,6 +83,19 @@ class BaguaStrategy(DDPStrategy):
         (`_bagua_<name>.*`: the start point, outer momentum, step counts),
         which only the wrapped model can take back: restore after setup."""
         return self._bagua_algorithm in ("local_sgd", "diloco")
+
+    def autotune_state(self, path=None):
+        """What autotune chose (docs/autotune.md): from the running model, or
+        as it was at the end of the last fit. With `path`, rank 0 writes it."""
+        if isinstance(self.model, DistributedDataParallel):
+            return self.model.autotune_state(path)
+        if self._bagua_autotune_state is None:
+            raise RuntimeError("BaguaStrategy.autotune_state(): the model was not wrapped yet "
+                               "(call it during or after fit)")
+        if path is not None and self.global_rank == 0:
+            with open(path, "w") as f:
+                json.dump(self._bagua_autotune_state, f, indent=1)
+        return dict(self._bagua_autotune_state)
 
     def setup(self, trainer):
         """DDPStrategy.setup with the optimizers set up before the model is
@@ -138,6 +157,7 @@ class BaguaStrategy(DDPStrategy):
             abort = getattr(self.model.bagua_algorithm, "abort", None)
             if abort is not None:  # async: stop averaging, end with identical weights
                 abort(self.model)
+            self._bagua_autotune_state = self.model.autotune_state()
             self.model.close()
             self.model = self.lightning_module
         super().teardown()

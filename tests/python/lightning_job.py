@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import lightning_bagua  # noqa: F401  (registers strategy="bagua")
 from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
+from bagua.torch_api.data_parallel.autotune import Autotune
 from lightning_bagua import BaguaStrategy
 
 
@@ -96,6 +97,12 @@ def main():
             options["fused_optimizer"] = True
             if not name.startswith("bagua:"):
                 name = "bagua:gradient_allreduce"
+        if name.endswith("+autotune"):
+            # Buckets of 1 KiB to start with (this model has 14 KB of gradients),
+            # so that bucket sizes give different plans to choose from.
+            name = name[:-len("+autotune")]
+            options.update(bucket_mb=0.001,
+                           autotune=Autotune(budget_steps=36, min_bucket_mb=0.001))
         if name.startswith("bagua:"):
             return BaguaStrategy(algorithm=name.split(":", 1)[1], **options)
         return name
@@ -121,6 +128,8 @@ def main():
               "strategy": type(trainer.strategy).__name__, "rank": trainer.global_rank,
               "fused": [getattr(o, "_bagua_fused", None) is not None
                         for o in trainer.optimizers]}
+    if isinstance(trainer.strategy, BaguaStrategy):
+        result["autotune"] = trainer.strategy.autotune_state()
     if args.resume:
         trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=make_strategy(),
                              max_steps=args.steps + 10, logger=False, enable_checkpointing=False,

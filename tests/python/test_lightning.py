@@ -19,7 +19,7 @@ def run_lightning(outdir, strategy, extra=()):
     return run, prefix
 
 
-@pytest.mark.parametrize("strategy", ["bagua", "bagua:bytegrad", "bagua:qadam",
+@pytest.mark.parametrize("strategy", ["bagua", "bagua:bytegrad+autotune", "bagua:qadam",
                                       "bagua:decentralized", "bagua:low_precision_decentralized",
                                       "bagua:async"])
 def test_lightning_trains_with_bagua(outdir, strategy):
@@ -31,6 +31,10 @@ def test_lightning_trains_with_bagua(outdir, strategy):
         assert ranks[0]["weights"] == ranks[1]["weights"], "ranks disagree on the weights"
     assert ranks[0]["accuracy"] > 0.8
     assert os.path.exists(prefix + ".ckpt")
+    if strategy.endswith("+autotune"):  # BaguaStrategy(autotune=...): searched, ranks agree
+        assert ranks[0]["autotune"]["status"] == "done", ranks[0]["autotune"]
+        assert ranks[0]["autotune"] == ranks[1]["autotune"]
+        assert len(ranks[0]["autotune"]["trials"]) >= 3
 
 
 def test_diloco_trains_checkpoints_and_resumes(outdir):

@@ -25,18 +25,22 @@ class BaguaDistributedDataParallel(DistributedDataParallel):
         process_group: as torch's DistributedDataParallel.
         timeout_s: how long a step may wait for its collectives (BAGUA_TIMEOUT_S, 300).
         fused_optimizer: make the optimizers fused (contrib.fuse_optimizer) first.
+        autotune: True to tune the bucket size online from measured step
+            times, a path to an earlier `autotune_state()` JSON to reuse its
+            winner, or an Autotune (docs/autotune.md).
         **algorithm_options: the algorithm's options (see bagua.registry.describe()).
     """
 
     def __init__(self, module, algorithm="gradient_allreduce", *, optimizers=(),
                  process_group=None, bucket_mb=None, find_unused_parameters=False,
                  broadcast_buffers=True, timeout_s=None, device_ids=None, output_device=None,
-                 fused_optimizer=False, **algorithm_options):
+                 fused_optimizer=False, autotune=None, **algorithm_options):
         super().__init__(module, device_ids=device_ids, output_device=output_device,
                          broadcast_buffers=broadcast_buffers, process_group=process_group,
                          bucket_cap_mb=bucket_mb, find_unused_parameters=find_unused_parameters,
                          optimizers=optimizers, algorithm=algorithm, timeout_s=timeout_s,
-                         fused_optimizer=fused_optimizer, **algorithm_options)
+                         fused_optimizer=fused_optimizer, autotune=autotune,
+                         **algorithm_options)
 
 
 def with_bagua(module, algorithm="gradient_allreduce", **kwargs):

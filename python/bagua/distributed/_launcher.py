@@ -93,6 +93,13 @@ def worker_env(args, prog):
         raise SystemExit(f"{prog}: error: --default_bucket_size must be positive, got "
                          f"{args.default_bucket_size}")
     env = {"BAGUA_DEFAULT_BUCKET_SIZE": str(args.default_bucket_size)}
+    # torchrun's c10d rendezvous shares its TCP store with the workers by
+    # default, and a restarted worker then reads the previous attempt's keys
+    # (peer addresses, NCCL ids) from it and fails to connect or hangs
+    # (pytorch/pytorch#135712, still so in torch 2.11): with this set, each
+    # rendezvous round starts a fresh store. Read by the agent, in this process.
+    env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = os.environ.get(
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
     if args.enable_bagua_net:
         path = _env.net_plugin_path()
         if path is None:

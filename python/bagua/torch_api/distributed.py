@@ -1,9 +1,11 @@
 """`torch.nn.Module.with_bagua(optimizers, algorithm, process_group=None,
-do_flatten=True, fused_optimizer=False)`, installed on torch.nn.Module when bagua.torch_api is
+do_flatten=True, fused_optimizer=False, autotune=None)`, installed on torch.nn.Module when bagua.torch_api is
 imported, as the original did: the module itself is made distributed (its
 hooks installed in place) and returned, so its state_dict keys stay the
 user's. `module.bagua_algorithm` is the algorithm's implementation,
-`module.bagua_module_name` its name, `module.bagua_ddp` the engine."""
+`module.bagua_module_name` its name, `module.bagua_ddp` the engine.
+`autotune` is this version's addition (docs/autotune.md);
+`module.bagua_ddp.autotune_state()` says what it chose."""
 import torch
 
 from .data_parallel.bagua_distributed import BaguaDistributedDataParallel
@@ -11,12 +13,13 @@ from .data_parallel.distributed import make_algorithm, to_bagua_process_group
 
 
 def with_bagua(self, optimizers, algorithm, process_group=None, do_flatten=True,
-               fused_optimizer=False):
+               fused_optimizer=False, autotune=None):
     """Makes this module data-parallel with `algorithm` (an Algorithm, or a
     registry name such as "bytegrad") over `process_group` (default: the
     default group). Parameters, buffers and the optimizers' state are
     broadcast from rank 0 first. fused_optimizer=True makes the optimizers
-    fused (bagua.torch_api.contrib.fuse_optimizer) first. Returns the
+    fused (bagua.torch_api.contrib.fuse_optimizer) first. `autotune`: True,
+    a saved state's path, or an Autotune (tunes the bucket size). Returns the
     module itself."""
     if not hasattr(self, "_bagua_module_name"):
         self._bagua_module_name = f"{type(self).__name__}_{id(self)}"
@@ -27,7 +30,7 @@ def with_bagua(self, optimizers, algorithm, process_group=None, do_flatten=True,
         self, list(optimizers), make_algorithm(algorithm, {}),
         process_group=to_bagua_process_group(process_group),
         bagua_module_name=self._bagua_module_name, gradient_as_bucket_view=do_flatten,
-        fused_optimizer=fused_optimizer)
+        fused_optimizer=fused_optimizer, autotune=autotune)
     return self
 
 

@@ -22,6 +22,12 @@ import torch.distributed as dist
 from . import env
 
 _state = {"default": None, "store": None, "groups": 0,
+          # Runtime communicators created so far per store prefix: a prefix
+          # used again (a communicator released and created anew, an engine
+          # rebuilding its hierarchy) gets a new number, so its rendezvous
+          # never reads the previous one's keys (peer addresses, NCCL ids).
+          # Every member creates its communicators in the same order.
+          "created": {},
           # What to release at exit, before torch's group: every engine and
           # communicator this process made (weak: they may go earlier).
           "engines": weakref.WeakSet(), "communicators": weakref.WeakSet()}
@@ -78,6 +84,9 @@ class BaguaCommunicator:
         key = (device.type, device.index if device.type == "cuda" else None)
         if key not in self._backends:
             prefix = f"bagua/pg/{self.group.group_name}/{self.kind}/{key[0]}{key[1] or ''}"
+            count = _state["created"][prefix] = _state["created"].get(prefix, 0) + 1
+            if count > 1:
+                prefix = f"{prefix}#{count}"
             store = _C.CallbackStore(_default_store())
             try:
                 if device.type == "cuda":
@@ -210,6 +219,7 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
                           LOCAL_RANK=str(rank % local_world_size),
                           LOCAL_WORLD_SIZE=str(local_world_size))
     if not dist.is_initialized():
+        _check_restartable()
         # Ours to tear down at exit: a process that exits with torch's
         # process group alive can abort in its threads' teardown ("terminate
         # called without an active exception", seen under load).
@@ -232,6 +242,28 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
     _state["store"] = store if store is not None else dist.distributed_c10d._get_default_store()
     stream = torch.cuda.Stream(priority=-1) if torch.cuda.is_available() else None
     _state["default"] = new_group(stream=stream)
+
+
+def _check_restartable():
+    """Under torchrun with restarts, a shared agent store breaks the restart:
+    the new workers read the previous attempt's keys (pytorch/pytorch#135712).
+    A warning on the first attempt, an error instead of a hang on the next."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
+    restarts = int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", 0))
+    if restarts == 0 and attempt == 0:
+        return
+    message = (
+        "torchrun shares its rendezvous store with the workers (TORCHELASTIC_USE_AGENT_STORE="
+        "True), so restarted workers read the previous attempt's keys and cannot connect "
+        "(pytorch/pytorch#135712); start the job with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in "
+        "torchrun's environment, or with python -m bagua.distributed.run, which sets it")
+    if attempt > 0:
+        raise RuntimeError(f"bagua: restart {attempt}: {message}")
+    import warnings
+
+    warnings.warn(f"bagua: --max-restarts={restarts}: {message}", RuntimeWarning, stacklevel=3)
 
 
 def register_engine(engine):

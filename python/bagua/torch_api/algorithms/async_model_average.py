@@ -65,6 +65,9 @@ class _AsyncBackend:
 
 
 class AsyncModelAverageAlgorithmImpl(NativeAlgorithmImpl):
+    autotune_unsupported = ("it averages the weights in the background, not bucket by bucket "
+                            "in the step, so there is no bucket size to tune")
+
     def __init__(self, process_group, options):
         super().__init__(process_group, "async", options)
         self.warmup_steps = int(options["warmup_steps"])

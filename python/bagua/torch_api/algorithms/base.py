@@ -44,6 +44,11 @@ class AlgorithmImpl:
     """Hooks the engine calls; the defaults communicate gradients through
     the bucket operations of `init_operations` (override it)."""
 
+    # Why autotune cannot rebuild this algorithm's buckets mid-training (its
+    # state lives in them), or None: the autotuner may re-run the init_*
+    # methods at a step boundary with another bucket size, as need_reset does.
+    autotune_unsupported = None
+
     def __init__(self, process_group):
         self.process_group = process_group
 

@@ -75,6 +75,10 @@ class DecentralizedAlgorithm(NativeAlgorithm):
 
 
 class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
+    autotune_unsupported = ("its replicas of the neighbours' weights live in the buckets and "
+                            "start from identical weights, so the buckets cannot be rebuilt "
+                            "mid-training; pick bucket_mb by hand")
+
     def __init__(self, process_group, options):
         super().__init__(process_group, "low_precision_decentralized", options)
         self.interval = int(options["communication_interval"])

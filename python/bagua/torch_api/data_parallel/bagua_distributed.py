@@ -16,12 +16,15 @@ its state_dict keys), it
 - broadcasts buffers (BatchNorm statistics) from rank 0 before each forward
   (the original never synced them), and treats parameters that got no
   gradient as zero with find_unused_parameters (without it: an error that
-  names them).
+  names them);
+- with `autotune`, rebuilds its buckets at the step boundaries the
+  autotuner decides (autotune.py).
 
 Its communicators are its own (created over the group's ranks), so user
 collectives on the group never interleave with the step's buckets.
 """
 import itertools
+import json
 import logging
 import os
 
@@ -31,6 +34,7 @@ from .. import env
 from ..collectives import _call
 from ..communication import broadcast_object
 from ..process_group import BaguaCommunicator, register_engine
+from . import autotune as autotuning
 
 _logger = logging.getLogger("bagua")
 _instances = itertools.count()
@@ -64,7 +68,8 @@ def _fused(optimizers, algorithm, fused_optimizer):
 class BaguaDistributedDataParallel:
     def __init__(self, module, optimizers, algorithm, process_group, bagua_module_name,
                  gradient_as_bucket_view=True, find_unused_parameters=False, bucket_bytes=None,
-                 broadcast_buffers=True, timeout_s=None, fused_optimizer=False):
+                 broadcast_buffers=True, timeout_s=None, fused_optimizer=False,
+                 autotune=None):
         self.module = module
         self.bagua_module_name = bagua_module_name
         self.bagua_optimizers = _fused(list(optimizers or []), algorithm, fused_optimizer)
@@ -72,7 +77,9 @@ class BaguaDistributedDataParallel:
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.find_unused_parameters = find_unused_parameters
         self.broadcast_buffers = broadcast_buffers
-        self.bucket_bytes = int(bucket_bytes or env.get_default_bucket_size())
+        autotune_options = autotuning.resolve(autotune)
+        self.bucket_bytes = int(autotuning.starting_bucket(
+            autotune_options, int(bucket_bytes or env.get_default_bucket_size())))
         self.timeout_s = float(timeout_s or os.environ.get("BAGUA_TIMEOUT_S", 300))
         self.require_backward_grad_sync = True
         self.bagua_train_step_counter = 0
@@ -86,9 +93,17 @@ class BaguaDistributedDataParallel:
         self._hooks = []
         self._marked = set()
         self._callback_queued = False
+        self._generation = 0  # bucket builds so far (names the Reducer's store keys)
+        self._comms = {}  # more communicators of this engine (native_backend.hierarchy_of)
         self._params = dict(self.bagua_build_params())
+        start_hierarchical = self._start_hierarchical(autotune_options)
+        autotuning.check_supported(self, autotune_options)
         self._broadcast_state()
+        # Before the algorithm starts: async's background rounds must not
+        # overlap another NCCL collective on the same GPU (docs/algorithms.md).
+        autotuning.check_settings_agree(self, autotune_options)
         self._init_algorithm()
+        self._autotuner = autotuning.Autotuner(self, autotune_options, start_hierarchical)
         self._install_hooks()
         register_engine(self)
 
@@ -167,12 +182,14 @@ class BaguaDistributedDataParallel:
             if self.rank != 0:
                 optimizer.load_state_dict(state)
 
-    def _split_into_buckets(self, tensors):
-        """Consecutive tensors of one dtype, about bucket_bytes per bucket."""
+    def _split_into_buckets(self, tensors, bucket_bytes=None):
+        """Consecutive tensors of one dtype, about bucket_bytes per bucket
+        (the runtime's rule, runtime/bucket/bucket_plan.h: never splits a tensor)."""
+        bucket_bytes = bucket_bytes or self.bucket_bytes
         buckets, current, size = [], [], 0
         for t in tensors:
             value = t.bagua_getter_closure()
-            if current and (size >= self.bucket_bytes or
+            if current and (size >= bucket_bytes or
                             value.dtype != current[-1].bagua_getter_closure().dtype):
                 buckets.append(current)
                 current, size = [], 0
@@ -182,8 +199,21 @@ class BaguaDistributedDataParallel:
             buckets.append(current)
         return buckets
 
+    def _start_hierarchical(self, autotune_options):
+        """The algorithm's hierarchical option (None where it has none), set
+        first to a loaded autotune state's winner."""
+        options = getattr(self.bagua_algorithm, "options", None)
+        if not isinstance(options, dict) or "hierarchical" not in options:
+            return None
+        if autotune_options is not None and autotune_options.state is not None:
+            loaded = autotune_options.state["winner"].get("hierarchical")
+            if loaded is not None:
+                options["hierarchical"] = bool(loaded)
+        return bool(options["hierarchical"])
+
     def _init_algorithm(self):
         impl = self.bagua_algorithm
+        self._generation += 1
         self._bagua_tensors = impl.init_tensors(self)
         self.bagua_buckets = impl.tensors_to_buckets(self._split_into_buckets(self._bagua_tensors),
                                                      self.gradient_as_bucket_view)
@@ -199,6 +229,33 @@ class BaguaDistributedDataParallel:
         """The algorithm asked for it (need_reset): rebroadcast and rebuild."""
         self._broadcast_state()
         self._init_algorithm()
+        self._autotuner.on_reset()
+
+    def _rebuild_buckets(self, bucket_bytes, hierarchical):
+        """New buckets (the autotuner's decision, the same step on every
+        rank): the old backend goes first (its pending work finished at the
+        last step's wait), then the impl's init_* run again. Nothing is
+        broadcast: the weights and the algorithm's own state stay."""
+        self.bucket_bytes = int(bucket_bytes)
+        options = getattr(self.bagua_algorithm, "options", None)
+        if hierarchical is not None and isinstance(options, dict) and "hierarchical" in options:
+            options["hierarchical"] = bool(hierarchical)
+        old, self._bagua_backend = self._bagua_backend, None
+        if hasattr(old, "close"):
+            old.close()
+        del old
+        self._init_algorithm()
+
+    def autotune_state(self, path=None):
+        """What autotune decided (status, winner, every trial) as a JSON-ready
+        dict; with `path`, rank 0 also writes it there (autotune=path reuses it)."""
+        state = self._autotuner.state()
+        if path is not None and self.rank == 0:
+            tmp = f"{path}.tmp{os.getpid()}"
+            with open(tmp, "w") as f:
+                json.dump(state, f, indent=1)
+            os.replace(tmp, path)
+        return state
 
     def _install_hooks(self):
         self._hooks.append(self.module.register_forward_pre_hook(self._on_forward))
@@ -220,6 +277,10 @@ class BaguaDistributedDataParallel:
         if hasattr(self._bagua_backend, "close"):
             self._bagua_backend.close()
         self._bagua_backend = None
+        hierarchy = self._comms.pop("hierarchy", None)
+        for comm in (hierarchy or ())[:2]:
+            if comm is not None:
+                comm.release()
         self.comm.release()
 
     # -- hooks ----------------------------------------------------------------------
@@ -233,6 +294,7 @@ class BaguaDistributedDataParallel:
         if self.bagua_algorithm.need_reset():
             self._reset()
         self.bagua_train_step_counter += 1
+        self._autotuner.on_forward(self.bagua_train_step_counter)
         self._forward_pre_hook(inputs)
 
     def _on_gradient(self, name, param):

@@ -11,6 +11,8 @@ missing gradients as zero, `no_sync()` accumulates locally. Like torch DDP
 it is a module wrapping `module` (state_dict keys gain "module."); for the
 user's own keys use `module.with_bagua(...)`. `algorithm` is an Algorithm
 or a registry name (then `**algorithm_options` are its options).
+`autotune=True` tunes the bucket size online (docs/autotune.md);
+`autotune_state()` says what it chose.
 """
 from contextlib import contextmanager
 
@@ -59,7 +61,7 @@ class DistributedDataParallel(torch.nn.Module):
                  broadcast_buffers=True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=True, optimizers=(), algorithm=None, *, timeout_s=None,
-                 fused_optimizer=False, **algorithm_options):
+                 fused_optimizer=False, autotune=None, **algorithm_options):
         super().__init__()
         if not any(p.requires_grad for p in module.parameters()):
             raise ValueError("bagua: the module has no parameter that requires a gradient")
@@ -81,7 +83,7 @@ class DistributedDataParallel(torch.nn.Module):
             find_unused_parameters=find_unused_parameters,
             bucket_bytes=None if bucket_cap_mb is None else int(bucket_cap_mb * 2**20),
             broadcast_buffers=broadcast_buffers, timeout_s=timeout_s,
-            fused_optimizer=fused_optimizer)
+            fused_optimizer=fused_optimizer, autotune=autotune)
 
     @staticmethod
     def _check_device_arg(name, value, device):
@@ -130,6 +132,11 @@ class DistributedDataParallel(torch.nn.Module):
     @property
     def bagua_buckets(self):
         return self.inner.bagua_buckets
+
+    def autotune_state(self, path=None):
+        """What autotune decided (docs/autotune.md); with `path`, rank 0
+        writes it there as JSON, which autotune=path reuses."""
+        return self.inner.autotune_state(path)
 
     def close(self):
         """Removes the hooks; the wrapped module trains locally afterwards."""

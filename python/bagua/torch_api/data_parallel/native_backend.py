@@ -18,7 +18,14 @@ def hierarchy_of(ddp):
     """(intra-node communicator, inter-node one or None off the leaders,
     number of nodes) for the engine's group, or None where hierarchical
     communication is the flat one (every node holds one rank). Nodes must
-    hold the same number of ranks."""
+    hold the same number of ranks. Made once per engine: bucket rebuilds
+    (autotune, need_reset) reuse them; the engine releases them at close."""
+    if "hierarchy" not in ddp._comms:
+        ddp._comms["hierarchy"] = _make_hierarchy(ddp)
+    return ddp._comms["hierarchy"]
+
+
+def _make_hierarchy(ddp):
     nodes = _node_of_ranks()
     ranks = ddp.comm.ranks
     members = {}
@@ -67,7 +74,8 @@ class NativeBackend:
                          nodes, intra.nranks())
         self.reducer = _C.Reducer(ddp.backend(), self._store, algorithm, specs,
                                   bucket_bytes=ddp.bucket_bytes, timeout_s=ddp.timeout_s,
-                                  prefix=f"bagua/{ddp.comm.kind}/reducer", options=options,
+                                  prefix=f"bagua/{ddp.comm.kind}/reducer{ddp._generation}",
+                                  options=options,
                                   **extra)
 
     def mark_communication_ready(self, name):
