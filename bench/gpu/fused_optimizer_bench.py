@@ -267,7 +267,7 @@ def sweep(fresh, device, fast, numel, bw, res):
                            lambda ps: fuse_optimizer(torch_opt(kind, ps, "")), device,
                            fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
         native.CHUNK_ELEMS, native.PACK_ELEMS = defaults[:2]
-        for batch in (1 << 20, 8 << 20, 0):
+        for batch in (1 << 20, 2 << 20, 8 << 20):  # the default is 0 (one batch)
             native.LAMB_BATCH_ELEMS = batch
             run_config(f"sweep ours lamb batch={batch}", "lamb",
                        lambda ps: fuse_optimizer(torch_opt("lamb", ps, "")), device,

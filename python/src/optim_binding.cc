@@ -144,7 +144,7 @@ void bindOptim(nb::module_& m) {
       .def(nb::init<int, const std::vector<Entry>&, const std::string&, const std::string&, size_t,
                     size_t, int>(),
            "device"_a, "tensors"_a, "param_dtype"_a, "state_dtype"_a, "chunk_elems"_a = 8192,
-           "lamb_batch_elems"_a = size_t{2} << 20, "pack_elems"_a = 0,
+           "lamb_batch_elems"_a = size_t{0}, "pack_elems"_a = 0,
            "A tensor list for the fused optimizers: device -1 (CPU) or a CUDA index; tensors "
            "(numel, param, grad, state0, state1, state2, master) as addresses (0: unused).")
       .def("__len__", &OptimList::size)

@@ -20,7 +20,7 @@ _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "
 # first one's data in L2), elements per vector access (0: 4 for float32, 8
 # for 16-bit parameters). bench/gpu/fused_optimizer_bench.py sweeps them.
 CHUNK_ELEMS = 8192
-LAMB_BATCH_ELEMS = 2 << 20
+LAMB_BATCH_ELEMS = 0  # one batch: fastest in the H100 sweep (fused_gpu_2026-11-25)
 PACK_ELEMS = 0
 
 
