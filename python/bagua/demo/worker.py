@@ -63,7 +63,10 @@ def make(name, model):
 
 
 def accuracy(model, eval_model, test):
-    eval_model.load_state_dict(model.state_dict())
+    # local_sgd and diloco keep their state in the module's state_dict
+    # (`_bagua_<name>.*`, docs/algorithms.md); a plain model takes the rest.
+    weights = {k: v for k, v in model.state_dict().items() if not k.startswith("_bagua_")}
+    eval_model.load_state_dict(weights)
     with torch.no_grad():
         return (eval_model(test[0]).argmax(1) == test[1]).float().mean().item()
 
