@@ -58,10 +58,8 @@ bool parseKnob(knob::Engine, const char* text, long long, long long, EngineKind*
     *out = EngineKind::kIoUring;
   } else if (value == "epoll") {
     *out = EngineKind::kEpoll;
-  } else if (value == "inline") {
-    *out = EngineKind::kInline;
   } else {
-    *expected = "auto, io_uring, epoll or inline";
+    *expected = "auto, io_uring or epoll";
     return false;
   }
   return true;
@@ -139,8 +137,6 @@ std::string knobText(knob::Engine, EngineKind value) {
       return "io_uring";
     case EngineKind::kEpoll:
       return "epoll";
-    case EngineKind::kInline:
-      return "inline";
   }
   return "?";
 }
@@ -175,9 +171,7 @@ std::string acceptedText(knob::Int, long long lo, long long hi) {
 std::string acceptedText(knob::Bytes, long long lo, long long hi) {
   return bytesText(static_cast<size_t>(lo)) + ".." + bytesText(static_cast<size_t>(hi));
 }
-std::string acceptedText(knob::Engine, long long, long long) {
-  return "auto | io_uring | epoll | inline";
-}
+std::string acceptedText(knob::Engine, long long, long long) { return "auto | io_uring | epoll"; }
 std::string acceptedText(knob::ZeroCopy, long long, long long) { return "off | auto | always"; }
 std::string acceptedText(knob::CpuList, long long, long long) { return "a CPU list"; }
 std::string acceptedText(knob::Text, long long, long long) { return "any text"; }

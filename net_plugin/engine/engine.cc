@@ -1,5 +1,4 @@
-// Engine selection: io_uring unless told otherwise or unavailable; epoll,
-// with worker threads or driven by the callers (inline).
+// Engine selection: io_uring unless told otherwise or unavailable.
 #include "net_plugin/engine/engine.h"
 
 #include <pthread.h>
@@ -17,9 +16,7 @@ namespace bagua::net {
 namespace {
 
 std::unique_ptr<Engine> startEngine(const EngineConfig& config, std::string* note) {
-  if (config.kind == EngineKind::kEpoll || config.kind == EngineKind::kInline) {
-    return createEpollEngine(config);
-  }
+  if (config.kind == EngineKind::kEpoll) return createEpollEngine(config);
   if (config.kind == EngineKind::kIoUring) return createUringEngine(config);
   try {
     return createUringEngine(config);
