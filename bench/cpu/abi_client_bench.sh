@@ -10,7 +10,8 @@
 # Usage: bench/cpu/abi_client_bench.sh OUT [ROUNDS] [SIZES]
 #   ROUNDS   rounds (default 20); SIZES in bytes (default 1M 4M 16M 64M)
 #   CONFIGS  "name:poll[:ENV=VAL,ENV=VAL]" separated by spaces; poll is spin
-#            or yield; tcp is always measured (default: "spin:spin yield:yield")
+#            or yield; the key plugin=PATH loads another library for that
+#            configuration; tcp is always measured (default: "spin:spin yield:yield")
 #   CPUS     taskset list for every process (default: all allowed)
 #   ITERS    timed messages per run (default: 64 MiB worth, at least 20)
 # Run from the repository root after ninja -C build.
@@ -29,13 +30,17 @@ export NCCL_SOCKET_IFNAME="=lo"
 
 # one NAME POLL ENVS SIZE: one sender/receiver pair; prints the receiver's GB/s.
 one() {
-  local name=$1 poll=$2 envs=$3 size=$4 dir args iters
+  local name=$1 poll=$2 envs=$3 size=$4 dir args iters plugin=$PLUGIN
   dir=$(mktemp -d)
   iters=${ITERS:-$(( (64 << 20) / size > 20 ? (64 << 20) / size : 20 ))}
-  if [ "$name" = tcp ]; then args=(--tcp); else args=(--plugin "$PLUGIN" --poll "$poll"); fi
-  args+=(--dir "$dir" --size "$size" --iters "$iters" --warmup 5)
-  local env=()
+  local env=() kept=() e
   [ -n "$envs" ] && IFS=, read -r -a env <<<"$envs"
+  for e in "${env[@]}"; do
+    if [[ $e == plugin=* ]]; then plugin=${e#plugin=}; else kept+=("$e"); fi
+  done
+  env=("${kept[@]}")
+  if [ "$name" = tcp ]; then args=(--tcp); else args=(--plugin "$plugin" --poll "$poll"); fi
+  args+=(--dir "$dir" --size "$size" --iters "$iters" --warmup 5)
   env "${env[@]}" "${TASKSET[@]}" "$CLIENT" --role recv "${args[@]}" >"$dir/out" &
   local receiver=$!
   env "${env[@]}" "${TASKSET[@]}" "$CLIENT" --role send "${args[@]}"
