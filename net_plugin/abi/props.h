@@ -1,11 +1,14 @@
 // Copies the version-neutral properties into one version's struct, field by
 // field by name: the layouts differ (v8 has no forceFlush, v9+ append vProps
-// and the byte limits), so one version's struct is never cast to another's.
+// and the byte limits, v11 maxMultiRequestSize, v12 widens vProps and
+// appends railId/planeId), so one version's struct is never cast to
+// another's.
 #pragma once
 
 #include <type_traits>
 
 #include "net_plugin/api/api.h"
+#include "net_plugin/nccl/net_v12.h"
 
 namespace bagua::net::abi {
 
@@ -30,6 +33,13 @@ void fillCommon(const api::DeviceProps& p, int dev, Props* out) {
     out->vProps.devs[0] = dev;
     out->maxP2pBytes = p.maxP2pBytes;
     out->maxCollBytes = p.maxCollBytes;
+  }
+  if constexpr (requires { out->maxMultiRequestSize; }) {  // v11+
+    out->maxMultiRequestSize = 1;                          // no multi-request sends
+  }
+  if constexpr (requires { out->railId; }) {  // v12+: NCCL ignores undefined ids
+    out->railId = NCCL_NET_ID_UNDEF;
+    out->planeId = NCCL_NET_ID_UNDEF;
   }
 }
 

@@ -141,6 +141,16 @@ int autoSpinUs(int usableCpus) {
   return usableCpus >= 8 ? 50 : 0;
 }
 
+bool autoTestYield(int usableCpus) {
+  // Two ranks' callers spinning on test() fill 2 CPUs; the workers then move
+  // bytes only when the scheduler preempts a caller for them. Yielding from
+  // such a loop lifted one connection under a caller that never yields from
+  // 0.39-0.68x one TCP socket to 0.92-1.20x at 1-16 MiB, the level of a
+  // caller that yields itself (bench/results/small_cpus_2026-11-25). With
+  // more CPUs than callers the workers have CPUs of their own.
+  return usableCpus <= 2;
+}
+
 EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy) {
   // Below 4 CPUs the NCCL proxy thread (polling test() with sched_yield) and
   // the workers share the CPUs, and epoll had the lower small-message

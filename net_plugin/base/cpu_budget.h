@@ -37,6 +37,10 @@ int autoSpinUs(int usableCpus);
 // kAuto (io_uring, falling back to epoll where it is unavailable).
 EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy);
 
+// Whether test() yields the CPU when its request is unfinished, with
+// BAGUA_NET_TEST_YIELD auto: with 2 or fewer usable CPUs.
+bool autoTestYield(int usableCpus);
+
 // The CPUs a cgroup v2 cpu.max file grants ("200000 100000" -> 2,
 // "150000 100000" -> 2, rounded up), or 0 for "max" (no quota) or text that is
 // not a quota.

@@ -6,20 +6,20 @@
 #include <cstdlib>
 #include <utility>
 
+#include "net_plugin/base/knob_aliases.h"
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/status.h"
 
 namespace bagua::net {
 namespace {
 
-const char* envOrNull(const char* name) {
-  const char* value = std::getenv(name);
-  return (value != nullptr && value[0] != '\0') ? value : nullptr;
-}
-
-[[noreturn]] void badKnob(const char* name, const char* value, const char* expected) {
-  throw NetError(Status::kInvalidArgument, std::string("environment knob ") + name + "=\"" + value +
-                                               "\" is invalid: expected " + expected);
+// `source` is where the knob `name` was read (its own variable or an alias).
+[[noreturn]] void badKnob(const char* name, const KnobSource& source, const char* expected) {
+  std::string alias =
+      source.isAlias ? std::string(" (the original Bagua-Net's name for ") + name + ")" : "";
+  throw NetError(Status::kInvalidArgument, std::string("environment knob ") + source.from + "=\"" +
+                                               source.value + "\"" + alias +
+                                               " is invalid: expected " + expected);
 }
 
 // Parsing one knob's text: true with *out set when it is valid, else false
@@ -104,14 +104,17 @@ bool parseKnob(knob::Family, const char* text, long long, long long, std::string
   return true;
 }
 
-// Sets *out from the environment variable `name` when it is set and not
-// empty; throws naming the knob when its text is malformed.
+// Sets *out from the environment variable `name` (or, when that is unset or
+// empty, from an alias of it: knob_aliases.def); throws naming the variable
+// when its text is malformed.
 template <typename Type>
 void readKnob(const char* name, long long lo, long long hi, typename Type::Value* out) {
-  const char* value = envOrNull(name);
-  if (value == nullptr) return;
+  KnobSource source = knobEnvValue(name);
+  if (source.value == nullptr) return;
   std::string expected;
-  if (!parseKnob(Type{}, value, lo, hi, out, &expected)) badKnob(name, value, expected.c_str());
+  if (!parseKnob(Type{}, source.value, lo, hi, out, &expected)) {
+    badKnob(name, source, expected.c_str());
+  }
 }
 
 // "256K" for 262144: the largest binary suffix that divides the size.
@@ -221,10 +224,14 @@ int streamsToOpen(const Params& p) {
 
 void logParams() {
   for (const std::string& name : paramNames()) {
-    if (const char* value = envOrNull(name.c_str())) {
+    if (const char* value = envValue(name.c_str())) {
       BAGUA_INFO(NCCL_INIT | NCCL_NET, "%s set by environment to %s", name.c_str(), value);
     }
   }
+  AliasReport aliases = aliasReport();
+  for (const std::string& line : aliases.info) BAGUA_INFO(NCCL_INIT | NCCL_NET, "%s", line.c_str());
+  for (const std::string& line : aliases.overridden) BAGUA_WARN("%s", line.c_str());
+  if (!aliases.ignored.empty()) BAGUA_WARN("%s", aliases.ignored.c_str());
 }
 
 bool parseCpuList(const std::string& text, std::vector<int>* out) {

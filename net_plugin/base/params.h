@@ -3,7 +3,9 @@
 // type, default, range, doc).
 //
 // The process reads them once (params()), the first time any is needed.
-// Knobs set in the environment are logged at INFO (INIT|NET) by logParams().
+// The original Bagua-Net's names are read as aliases of ours where the
+// meaning maps (knob_aliases.def; our own name wins). Knobs set in the
+// environment are logged at INFO (INIT|NET) by logParams().
 // docs/env.md mirrors the table; tests/net_plugin/env_doc_test.cc checks that
 // it lists exactly the table's knobs with the same defaults.
 #pragma once
@@ -68,8 +70,9 @@ struct KnobInfo {
 // The knob table, in knobs.def's order.
 const std::vector<KnobInfo>& knobTable();
 
-// Reads every knob from the environment. Throws NetError naming the first
-// malformed knob (in table order) and the expected form.
+// Reads every knob from the environment, each from its own name or else from
+// an alias of it (knob_aliases.h). Throws NetError naming the first malformed
+// knob (in table order), the variable it was read from, and the expected form.
 Params loadParams();
 
 // The process's knobs, loaded on first use and kept (a throwing load is
@@ -86,7 +89,10 @@ int streamsToOpen(const Params& p);
 // Names of every knob, in table order.
 const std::vector<std::string>& paramNames();
 
-// Logs (INIT|NET) each knob set in the environment, with its text.
+// Logs (INIT|NET) each knob set in the environment, with its text; for the
+// original Bagua-Net's names, which of ours each became (INIT|NET), a WARN
+// for each that lost to our own name with another value, and one WARN
+// naming those ignored.
 void logParams();
 
 // Parses a CPU list such as "0-3,8,10-11" into *out. Returns false when the

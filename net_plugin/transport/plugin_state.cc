@@ -8,6 +8,11 @@
 
 namespace bagua::net {
 
+PluginState::PluginState(const Params& params)
+    : params_(params),
+      testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpuCount())) {
+}
+
 void PluginState::init() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (initialized_) return;
@@ -64,9 +69,12 @@ std::shared_ptr<Engine> PluginState::engine() {
                           : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
-               "%zu-byte chunks%s",
+               "%zu-byte chunks%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
                params_.chunkBytes,
+               !testYields_            ? ""
+               : params_.testYield < 0 ? ", test() yields (auto: 2 or fewer usable CPUs)"
+                                       : ", test() yields",
                params_.rateLimitMbps > 0
                    ? (", send rate limited to " + std::to_string(params_.rateLimitMbps) +
                       " Mbit/s per rank (BAGUA_NET_RATE_LIMIT_MBPS, testing aid)")

@@ -25,7 +25,7 @@ namespace bagua::net {
 class PluginState {
  public:
   // Runs with `params` (copied).
-  explicit PluginState(const Params& params) : params_(params) {}
+  explicit PluginState(const Params& params);
   PluginState(const PluginState&) = delete;
   PluginState& operator=(const PluginState&) = delete;
 
@@ -47,6 +47,9 @@ class PluginState {
   int engineThreads() const;
   // Microseconds workers poll before sleeping (BAGUA_NET_SPIN_US or automatic).
   int engineSpinUs() const;
+  // Whether test() of an unfinished request yields the CPU
+  // (BAGUA_NET_TEST_YIELD or the automatic choice, decided once).
+  bool testYields() const { return testYields_; }
 
   // The rate limiter for ranks without a v11 context (NULL when unlimited).
   std::shared_ptr<RateLimiter> processLimiter();
@@ -55,6 +58,7 @@ class PluginState {
 
  private:
   const Params params_;
+  const bool testYields_;
   std::mutex mutex_;
   bool initialized_ = false;
   std::vector<NetDevice> devices_;

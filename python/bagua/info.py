@@ -14,7 +14,9 @@ import subprocess
 import sys
 import textwrap
 
-_ABI_SYMBOLS = ("ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclNetPlugin_v10", "ncclNetPlugin_v11")
+_ABI_SYMBOLS = (
+    "ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclNetPlugin_v10", "ncclNetPlugin_v11", "ncclNetPlugin_v12",
+)
 
 # One rank, one all_reduce through the plugin: NCCL must say it loaded it.
 _NCCL_PROBE = textwrap.dedent("""

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "net_plugin/nccl/net_v12.h"
 #include "tests/net_plugin/support/patterns.h"
 #include "tests/net_plugin/support/pipe.h"
 #include "tools/plugin_driver/plugin_loader.h"
@@ -100,6 +101,15 @@ TEST_P(AbiVersion, TwoProcessesExchangeVerifiedDataThroughThisTable) {
     EXPECT_GT(info.maxP2pBytes, 0u);
     EXPECT_LE(info.maxP2pBytes, NCCL_MAX_NET_SIZE_BYTES) << "NCCL rejects more than 1 TiB";
   }
+  if (abi >= 11) {
+    EXPECT_EQ(info.maxMultiRequestSize, 1);
+  }
+  if (abi >= 12) {
+    // The driver zeroes the struct first: -1 was written by the plugin.
+    ASSERT_TRUE(info.railId.has_value() && info.planeId.has_value());
+    EXPECT_EQ(*info.railId, NCCL_NET_ID_UNDEF);
+    EXPECT_EQ(*info.planeId, NCCL_NET_ID_UNDEF);
+  }
 
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   ASSERT_TRUE(handles.read(handle, sizeof(handle), 20s));
@@ -125,7 +135,7 @@ TEST_P(AbiVersion, TwoProcessesExchangeVerifiedDataThroughThisTable) {
   plugin.reset();  // dlclose
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, AbiVersion, ::testing::Values(8, 9, 10, 11),
+INSTANTIATE_TEST_SUITE_P(Versions, AbiVersion, ::testing::Values(8, 9, 10, 11, 12),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
 
 // One in-process link through `plugin`: returns false on any failure.
@@ -157,7 +167,7 @@ bool loopbackRoundTrip(NetPlugin& plugin) {
 TEST(Unload, ReloadAfterDlcloseWorks) {
   int threadsBefore = pluginThreadCount();
   for (int round = 0; round < 3; ++round) {
-    auto plugin = loadNetPlugin(BAGUA_PLUGIN_PATH, 11);
+    auto plugin = loadNetPlugin(BAGUA_PLUGIN_PATH, 12);
     ASSERT_EQ(plugin->init(static_cast<uint64_t>(round)), ncclSuccess);
     EXPECT_TRUE(loopbackRoundTrip(*plugin)) << "round " << round;
     ASSERT_EQ(plugin->finalize(), ncclSuccess);
@@ -180,11 +190,16 @@ TEST(Unload, OldVersionsStopThreadsWithTheirLastComm) {
   EXPECT_EQ(pluginThreadCount(), threadsBefore);
 }
 
+TEST(Load, NewestTableIsV12) {
+  auto plugin = loadNetPlugin(BAGUA_PLUGIN_PATH, 0);
+  EXPECT_EQ(plugin->version(), 12) << "NCCL 2.30+ looks for ncclNetPlugin_v12 first";
+}
+
 TEST(Symbols, OnlyPluginTablesAreExported) {
   void* lib = dlopen(BAGUA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
-  for (const char* sym :
-       {"ncclNetPlugin_v11", "ncclNetPlugin_v10", "ncclNetPlugin_v9", "ncclNetPlugin_v8"}) {
+  for (const char* sym : {"ncclNetPlugin_v12", "ncclNetPlugin_v11", "ncclNetPlugin_v10",
+                          "ncclNetPlugin_v9", "ncclNetPlugin_v8"}) {
     EXPECT_NE(dlsym(lib, sym), nullptr) << sym;
   }
   // dlsym(handle) also searches the library's dependencies (a sanitizer

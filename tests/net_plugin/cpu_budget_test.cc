@@ -225,6 +225,7 @@ TEST(UsableCpus, FollowsTheAffinityMask) {
   EXPECT_EQ(state.engineThreads(), 2);
   EXPECT_EQ(state.engineSpinUs(), 0);
   EXPECT_EQ(state.engineKind(), EngineKind::kEpoll);
+  EXPECT_TRUE(state.testYields());
 }
 
 TEST(UsableCpus, TwoCpusGetTwoWorkersAndNoSpin) {
@@ -235,6 +236,7 @@ TEST(UsableCpus, TwoCpusGetTwoWorkersAndNoSpin) {
   EXPECT_EQ(state.engineThreads(), 2);
   EXPECT_EQ(state.engineSpinUs(), 0);
   EXPECT_EQ(state.engineKind(), EngineKind::kEpoll);
+  EXPECT_TRUE(state.testYields()) << "two callers polling test() fill 2 CPUs";
 }
 
 TEST(UsableCpus, FourCpusGetIoUringFirst) {
@@ -242,6 +244,7 @@ TEST(UsableCpus, FourCpusGetIoUringFirst) {
   if (!four.ok()) GTEST_SKIP() << "needs 4 allowed CPUs";
   if (usableCpuCount() < 4) GTEST_SKIP() << "a cgroup CPU quota holds this process below 4";
   EXPECT_EQ(PluginState(params()).engineKind(), EngineKind::kAuto);
+  EXPECT_FALSE(PluginState(params()).testYields());
 }
 
 TEST(UsableCpus, SetKnobsWinOverTheAutomaticChoice) {
@@ -251,10 +254,14 @@ TEST(UsableCpus, SetKnobsWinOverTheAutomaticChoice) {
   p.threads = 5;
   p.spinUs = 7;
   p.engine = EngineKind::kIoUring;
+  p.testYield = 0;
   PluginState state(p);
   EXPECT_EQ(state.engineThreads(), 5);
   EXPECT_EQ(state.engineSpinUs(), 7);
   EXPECT_EQ(state.engineKind(), EngineKind::kIoUring);
+  EXPECT_FALSE(state.testYields());
+  p.testYield = 1;
+  EXPECT_TRUE(PluginState(p).testYields());
 }
 
 std::string fileText(const std::string& path) {
@@ -306,6 +313,13 @@ TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
   EXPECT_EQ(autoSpinUs(7), 0);
   EXPECT_EQ(autoSpinUs(8), 50);
   EXPECT_EQ(autoSpinUs(64), 50);
+}
+
+TEST(AutoSizing, TestYieldsPerUsableCpus) {
+  EXPECT_TRUE(autoTestYield(1));
+  EXPECT_TRUE(autoTestYield(2));
+  EXPECT_FALSE(autoTestYield(3));
+  EXPECT_FALSE(autoTestYield(16));
 }
 
 TEST(AutoSizing, EngineKindPerUsableCpus) {

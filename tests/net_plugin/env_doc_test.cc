@@ -1,6 +1,8 @@
 // docs/env.md against the knob table (net_plugin/base/knobs.def): the
 // Bagua-Net section lists exactly the table's knobs, each with the table's
-// default (the default column starts with it, e.g. "0 (auto: ...)").
+// default (the default column starts with it, e.g. "0 (auto: ...)"); the
+// migration section lists exactly the alias table's names
+// (net_plugin/base/knob_aliases.def), each with the knob it sets.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "net_plugin/base/knob_aliases.h"
 #include "net_plugin/base/params.h"
 
 namespace bagua::net {
@@ -26,16 +29,16 @@ std::string withoutBackticks(std::string text) {
   return trim(text);
 }
 
-// knob name -> default column, from the table rows of the "## Bagua-Net"
-// section (up to the next "## " heading).
-std::map<std::string, std::string> documentedKnobs() {
+// first column -> second column, from the table rows of the section whose
+// heading starts with `section` (up to the next "## " heading).
+std::map<std::string, std::string> documentedRows(const std::string& section) {
   std::ifstream file(BAGUA_SOURCE_ROOT "/docs/env.md");
   EXPECT_TRUE(file.good()) << "docs/env.md is missing";
   std::map<std::string, std::string> knobs;
   bool inSection = false;
   std::string line;
   while (std::getline(file, line)) {
-    if (line.rfind("## ", 0) == 0) inSection = line.rfind("## Bagua-Net", 0) == 0;
+    if (line.rfind("## ", 0) == 0) inSection = line.rfind(section, 0) == 0;
     if (!inSection || line.rfind("| `", 0) != 0) continue;
     std::vector<std::string> cells;
     std::stringstream row(line.substr(1));
@@ -45,6 +48,9 @@ std::map<std::string, std::string> documentedKnobs() {
   }
   return knobs;
 }
+
+// knob name -> default column, from the "## Bagua-Net" section.
+std::map<std::string, std::string> documentedKnobs() { return documentedRows("## Bagua-Net"); }
 
 TEST(EnvDoc, ListsExactlyTheTablesKnobs) {
   std::map<std::string, std::string> documented = documentedKnobs();
@@ -70,6 +76,28 @@ TEST(EnvDoc, DefaultsMatchTheTable) {
     bool same = cell == knob.defaultText || cell.rfind(knob.defaultText + " ", 0) == 0;
     EXPECT_TRUE(same) << knob.name << ": docs/env.md says the default is \"" << cell
                       << "\", the knob table \"" << knob.defaultText << "\"";
+  }
+}
+
+// The migration table: the original's name -> ours, or "(ignored)".
+TEST(EnvDoc, MigrationTableMatchesTheAliasTable) {
+  std::map<std::string, std::string> documented =
+      documentedRows("## Migrating from the original Bagua-Net");
+  std::set<std::string> inTable;
+  for (const KnobAlias& alias : knobAliases()) {
+    inTable.insert(alias.name);
+    std::string ours = alias.ours != nullptr ? alias.ours : "(ignored)";
+    auto it = documented.find(alias.name);
+    if (it == documented.end()) {
+      ADD_FAILURE() << alias.name << " is not in docs/env.md's migration table; add | `"
+                    << alias.name << "` | " << ours << " | ... |";
+      continue;
+    }
+    EXPECT_EQ(it->second, ours) << alias.name;
+  }
+  for (const auto& [name, ours] : documented) {
+    EXPECT_TRUE(inTable.contains(name))
+        << name << " is in docs/env.md's migration table but not in knob_aliases.def";
   }
 }
 

@@ -1,12 +1,11 @@
 // Knob parsing: sizes, CPU lists, and the environment through loadParams().
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "net_plugin/base/params.h"
 #include "net_plugin/base/status.h"
+#include "tests/net_plugin/support/scoped_env.h"
 
 namespace bagua::net {
 namespace {
@@ -45,29 +44,6 @@ TEST(ParseBytes, RejectsGarbage) {
     EXPECT_FALSE(parseBytes(bad, &v)) << bad;
   }
 }
-
-// Sets an environment variable for one scope and restores it after, so the
-// process's own knobs (params(), read by other tests) never see it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The message loadParams() throws for `name`=`value`, or "" when it loads.
 std::string loadError(const char* name, const char* value) {

@@ -35,7 +35,7 @@ def test_bagua_info_names_every_part():
     for part in PARTS:
         assert part in run.stdout, f"{part} missing from:\n{run.stdout}"
     assert "NOT USABLE" not in run.stdout and "missing" not in run.stdout, run.stdout
-    assert "v8, v9, v10, v11" in run.stdout, run.stdout
+    assert "v8, v9, v10, v11, v12" in run.stdout, run.stdout
 
 
 def test_lightning_hook_runs_at_start_up():

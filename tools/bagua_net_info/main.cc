@@ -24,6 +24,7 @@ namespace bagua::net_info {
 
 using plugin_driver::checkPluginCall;
 using plugin_driver::DeviceInfo;
+using plugin_driver::exportedNetVersions;
 using plugin_driver::kExitOk;
 using plugin_driver::loadNetPlugin;
 using plugin_driver::NetPlugin;
@@ -41,10 +42,11 @@ struct InfoOptions {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: bagua-net-info [--plugin PATH] [--abi 8..11] [--dev D] [--no-connect]\n"
+               "usage: bagua-net-info [--plugin PATH] [--abi 8..12] [--dev D] [--no-connect]\n"
                "\n"
                "Loads an NCCL net plugin (default: this build's libnccl-net-bagua.so) and\n"
-               "prints its ABI version, its devices and their properties, then connects\n"
+               "prints the ABI tables it exports, the one used (the newest, as NCCL picks,\n"
+               "or --abi's), its devices and their properties, then connects\n"
                "device D (default 0) to itself over its own address and prints the plugin's\n"
                "INFO lines (engine, worker threads, spin, streams). The plugin reads its knobs\n"
                "(BAGUA_NET_*, NCCL_SOCKET_IFNAME, ...) from this environment, as in a job.\n");
@@ -62,7 +64,7 @@ InfoOptions parse(int argc, char** argv) {
       o.plugin = value();
     } else if (arg == "--abi") {
       o.abi = std::atoi(value().c_str());
-      if (o.abi < 8 || o.abi > 11) TOOL_THROW(UsageError, "--abi takes 8, 9, 10 or 11");
+      if (o.abi < 8 || o.abi > 12) TOOL_THROW(UsageError, "--abi takes 8, 9, 10, 11 or 12");
     } else if (arg == "--dev") {
       o.dev = std::atoi(value().c_str());
       if (o.dev < 0) TOOL_THROW(UsageError, "--dev takes a device index >= 0");
@@ -92,6 +94,7 @@ void printDevices(NetPlugin& plugin, int* ndev) {
                 info.name.c_str(), info.speedMbps, (info.ptrSupport & NCCL_PTR_HOST) ? " host" : "",
                 (info.ptrSupport & NCCL_PTR_CUDA) ? " cuda" : "", info.maxComms, info.maxRecvs);
     if (info.maxP2pBytes != 0) std::printf(", maxP2pBytes %zu", info.maxP2pBytes);
+    if (info.railId) std::printf(", rail %d, plane %d", *info.railId, *info.planeId);
     std::printf("\n");
   }
 }
@@ -128,6 +131,11 @@ int run(int argc, char** argv) {
   setupPluginLogger(0);
   std::unique_ptr<NetPlugin> plugin = loadNetPlugin(o.plugin, o.abi);
   std::printf("plugin: %s\n", o.plugin.c_str());
+  std::string tables;
+  for (int version : exportedNetVersions(o.plugin)) {
+    tables += (tables.empty() ? "" : ", ") + std::string("v") + std::to_string(version);
+  }
+  std::printf("exports ncclNetPlugin: %s\n", tables.c_str());
   check("init", plugin->init(0));
   int ndev = 0;
   printDevices(*plugin, &ndev);

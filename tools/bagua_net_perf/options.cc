@@ -236,7 +236,7 @@ bool parseOptions(int argc, char** argv, Options* o) {
          o->timeout = std::chrono::seconds(parseInt("--timeout", v, 1, 86400));
        }},
       {"--dev", [&](const std::string& v) { o->dev = parseInt("--dev", v, 0, 1023); }},
-      {"--abi", [&](const std::string& v) { o->abi = parseInt("--abi", v, 8, 11); }},
+      {"--abi", [&](const std::string& v) { o->abi = parseInt("--abi", v, 8, 12); }},
       {"--flows-per-peer",
        [&](const std::string& v) { o->flowsPerPeer = parseInt("--flows-per-peer", v, 1, 64); }},
   };

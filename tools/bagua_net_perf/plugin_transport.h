@@ -21,7 +21,7 @@ namespace bagua::net_perf {
 
 struct PluginTransportParams {
   std::string path;  // library to load
-  int abi = 0;       // 0: newest table found; 8..11: exactly that one
+  int abi = 0;       // 0: newest table found; 8..12: exactly that one
   int rank = 0;
   int dev = 0;           // device index
   int flowsPerPeer = 0;  // > 0: setNetAttr hints before connect/accept

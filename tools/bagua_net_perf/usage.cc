@@ -7,8 +7,8 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: bagua-net-perf [options]
 
-Drives an NCCL net plugin through its ABI (ncclNetPlugin_v11, else v10, v9,
-v8; the first found wins, as in NCCL) with host memory, the way NCCL's proxy
+Drives an NCCL net plugin through its ABI (ncclNetPlugin_v12, else v11, v10,
+v9, v8; the first found wins, as in NCCL) with host memory, the way NCCL's proxy
 does, and prints bandwidth, latency and CPU cost per message size. Needs no
 GPU and no NCCL.
 
@@ -44,9 +44,9 @@ What to measure (nccl-tests flags)
                        every test() size. Wrong bytes are counted and make the
                        exit code 3.
   --dev D              plugin device index (default 0)
-  --abi V              use ncclNetPlugin_vV (8 to 11) instead of the newest
+  --abi V              use ncclNetPlugin_vV (8 to 12) instead of the newest
                        table, as an older NCCL would
-  --flows-per-peer K   call v11 setNetAttr(maxFlowsPerPeer=K) before connect
+  --flows-per-peer K   call v11+ setNetAttr(maxFlowsPerPeer=K) before connect
                        and accept, as NCCL does with its channel count (default:
                        not called)
 
@@ -96,12 +96,12 @@ Formulas (nccl-tests conventions; GB = 1e9 bytes)
   binomial sign test). An interval that excludes a target decides it.
 
 Plugin calls, as NCCL makes them
-  init (v11: once per run with a context and trafficClass -1), devices,
+  init (v11+: once per run with a context and trafficClass -1), devices,
   getProperties, listen on the receiving side, handle (128 bytes) through the
   rendezvous, connect/accept polled until non-NULL, regMr (NCCL_PTR_HOST),
   isend (tag = own rank) / irecv (n = 1, tag = peer rank; NULL request: try
   again), test polled until done, deregMr, closeSend/closeRecv/closeListen,
-  finalize (v11), dlclose. WARN lines of the plugin are always printed, INFO
+  finalize (v11+), dlclose. WARN lines of the plugin are always printed, INFO
   lines with NCCL_DEBUG=INFO.
 
 Exit codes

@@ -1,4 +1,4 @@
-// One adapter template instantiated for ncclNet_v8_t .. ncclNet_v11_t; the
+// One adapter template instantiated for ncclNet_v8_t .. ncclNet_v12_t; the
 // `if constexpr` branches are exactly the signature differences listed in
 // net_plugin/nccl/README.md. Each version's properties struct is read with
 // its own field names, never cast to another version's.
@@ -12,6 +12,7 @@
 
 #include "net_plugin/nccl/net_v10.h"
 #include "net_plugin/nccl/net_v11.h"
+#include "net_plugin/nccl/net_v12.h"
 #include "net_plugin/nccl/net_v8.h"
 #include "net_plugin/nccl/net_v9.h"
 #include "tools/plugin_driver/errors.h"
@@ -84,6 +85,11 @@ class TableAdapter final : public NetPlugin {
     info->maxComms = props.maxComms;
     info->maxRecvs = props.maxRecvs;
     if constexpr (kVersion >= 9) info->maxP2pBytes = props.maxP2pBytes;
+    if constexpr (kVersion >= 11) info->maxMultiRequestSize = props.maxMultiRequestSize;
+    if constexpr (kVersion >= 12) {
+      info->railId = props.railId;
+      info->planeId = props.planeId;
+    }
     return ncclSuccess;
   }
 
@@ -251,16 +257,25 @@ std::unique_ptr<NetPlugin> tryTable(void* library, const char* symbol) {
   return adapter;
 }
 
-}  // namespace
-
-std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
+// dlopen(path, RTLD_NOW | RTLD_LOCAL), or ToolError with dlerror()'s text.
+void* openLibrary(const std::string& path) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* why = dlerror();
     TOOL_THROW(ToolError, "cannot load plugin: " + std::string(why ? why : path));
   }
-  // NCCL 2.28 tries the newest version first; the first symbol found wins.
+  return library;
+}
+
+}  // namespace
+
+std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
+  void* library = openLibrary(path);
+  // NCCL tries the newest version first; the first symbol found wins.
   std::unique_ptr<NetPlugin> plugin;
+  if (!plugin && (abi == 0 || abi == 12)) {
+    plugin = tryTable<ncclNet_v12_t, ncclNetProperties_v12_t, 12>(library, "ncclNetPlugin_v12");
+  }
   if (!plugin && (abi == 0 || abi == 11)) {
     plugin = tryTable<ncclNet_v11_t, ncclNetProperties_v11_t, 11>(library, "ncclNetPlugin_v11");
   }
@@ -276,7 +291,18 @@ std::unique_ptr<NetPlugin> loadNetPlugin(const std::string& path, int abi) {
   if (plugin) return plugin;
   dlclose(library);
   TOOL_THROW(ToolError, path + (abi ? " does not export ncclNetPlugin_v" + std::to_string(abi)
-                                    : " exports none of ncclNetPlugin_v11, _v10, _v9, _v8"));
+                                    : " exports none of ncclNetPlugin_v12, _v11, _v10, _v9, _v8"));
+}
+
+std::vector<int> exportedNetVersions(const std::string& path) {
+  void* library = openLibrary(path);
+  std::vector<int> versions;
+  for (int version = 12; version >= 8; --version) {
+    std::string symbol = "ncclNetPlugin_v" + std::to_string(version);
+    if (dlsym(library, symbol.c_str()) != nullptr) versions.push_back(version);
+  }
+  dlclose(library);
+  return versions;
 }
 
 void throwPluginError(const std::string& call, ncclResult_t result, const std::string& detail) {
