@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Bagua-Net against NCCL's socket transport, defaults and hand-tuned, in ONE
+# run: nccl-tests' all_reduce_perf (an MPI build), N ranks on ONE GPU, each its
+# own NCCL host (NCCL_HOSTID; shared/BENCHMARKING.md) under an MPS daemon, so
+# every byte crosses the network transport. Configurations are interleaved
+# REPS times; each sweep's NCCL INFO log gives the channels NCCL chose.
+#
+# Usage: NCCL_TESTS_BIN=<nccl-tests build, MPI=1> [PLUGIN=...] [RANKS="2 4"] \
+#          [REPS=3] [CONFIGS="bagua socket socket_tuned ..."] \
+#          bash bench/gpu/net_defaults.sh OUT_DIR
+# A configuration is a name from the table below, or NAME=ENV1=V1,ENV2=V2
+# (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8).
+# Prints one table (net_defaults_summary.py): busbw per size and config, the
+# ratios the issue's targets name, and the channels each config got.
+set -uo pipefail
+OUT=${1:?usage: NCCL_TESTS_BIN=... net_defaults.sh OUT_DIR}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+NCCL_TESTS_BIN=${NCCL_TESTS_BIN:?NCCL_TESTS_BIN=<nccl-tests build folder, built with MPI=1>}
+PLUGIN=$(readlink -f "${PLUGIN:-$ROOT/build/net_plugin/libnccl-net-bagua.so}")
+NCCL_LIB=${NCCL_LIB:-$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')/lib}
+RANKS=${RANKS:-"2 4"}
+REPS=${REPS:-3}
+CONFIGS=${CONFIGS:-"bagua socket socket_tuned"}
+SIZES=${SIZES:-"-b 8 -e 256M -f 4"}
+ITERS=${ITERS:-"-n 20 -w 5"}
+CAP_S=${CAP_S:-120}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+# config_env NAME: the variables of one configuration, one per line.
+config_env() {
+  case $1 in
+    bagua) echo "NCCL_NET_PLUGIN=$PLUGIN"; echo "NCCL_NET=Bagua" ;;
+    socket) echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket" ;;
+    socket_tuned)
+      echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
+      echo "NCCL_MIN_NCHANNELS=8"; echo "NCCL_SOCKET_NTHREADS=2"; echo "NCCL_NSOCKS_PERTHREAD=2" ;;
+    *=*)
+      echo "NCCL_NET_PLUGIN=$PLUGIN"; echo "NCCL_NET=Bagua"
+      echo "${1#*=}" | tr ',' '\n' ;;
+    *) echo "net_defaults.sh: unknown config $1" >&2; return 1 ;;
+  esac
+}
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "cpus: $(nproc)"
+  echo "NCCL library: $NCCL_LIB/libnccl.so.2"
+  echo "plugin: $PLUGIN (sha256 $(sha256sum "$PLUGIN" | cut -c1-16))"
+  echo "ranks: $RANKS; reps: $REPS; configs: $CONFIGS; sizes: $SIZES; iters: $ITERS"
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+
+# sweep RANKS CONFIG REP: one all_reduce_perf sweep.
+sweep() {
+  local np=$1 config=$2 rep=$3
+  local name=${config%%=*}
+  local tag=all_reduce__${name}__r${np}_${rep}
+  local wrapper=$OUT/$tag.rank.sh
+  {
+    echo '#!/usr/bin/env bash'
+    echo 'rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:?not started by mpirun}}'
+    echo 'export NCCL_HOSTID=bagua-host-$rank NCCL_TESTS_DEVICE=0 CUDA_VISIBLE_DEVICES=0'
+    echo "export LD_LIBRARY_PATH=$NCCL_LIB\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+    echo 'export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0'
+    echo "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING NCCL_DEBUG_FILE=$OUT/$tag.nccl.%h.%p.log"
+    echo "export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
+    config_env "$config" | sed 's/^/export /'
+    echo 'exec "$@"'
+  } >"$wrapper"
+  chmod +x "$wrapper"
+  local t0=$SECONDS
+  # shellcheck disable=SC2086
+  timeout "$CAP_S" mpirun --allow-run-as-root --oversubscribe -np "$np" "$wrapper" \
+    "$NCCL_TESTS_BIN/all_reduce_perf" -g 1 $SIZES -c 1 $ITERS >"$OUT/$tag.log" 2>&1
+  echo "$tag: rc=$? in $((SECONDS - t0)) s"
+}
+
+for np in $RANKS; do
+  for rep in $(seq 1 "$REPS"); do
+    for config in $CONFIGS; do
+      sweep "$np" "$config" "$rep"
+    done
+  done
+done
+python3 "$HERE/net_defaults_summary.py" "$OUT" | tee "$OUT/summary.md"

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Summary of net_defaults.sh: per rank count, the median over repetitions of
+each config's out-of-place busbw (>= 16 MiB) and time (<= 1 MiB), the ratios
+against socket defaults and tuned, the channels NCCL chose, #wrong.
+
+Usage: net_defaults_summary.py OUT_DIR  (markdown on stdout)
+"""
+import collections
+import glob
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nccl_logs  # noqa: E402
+
+_CHANNELS = re.compile(r"(\d+) coll channels")
+_TAG = re.compile(r"all_reduce__(.+)__r(\d+)_(\d+)\.log$")
+
+
+def channels(log_path):
+    found = set()
+    for path in glob.glob(log_path[:-len(".log")] + ".nccl.*.log"):
+        with open(path, errors="replace") as f:
+            found.update(int(m.group(1)) for m in _CHANNELS.finditer(f.read()))
+    return ",".join(str(c) for c in sorted(found)) or "?"
+
+
+def load(out):
+    """{ranks: {config: {size: [(time_us, busbw)...]}}}, channels, wrong."""
+    table = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
+    chans = collections.defaultdict(set)
+    wrong = collections.Counter()
+    failed = []
+    for path in sorted(glob.glob(os.path.join(out, "all_reduce__*.log"))):
+        m = _TAG.search(os.path.basename(path))
+        if not m or ".nccl." in path:
+            continue
+        config, ranks = m.group(1), int(m.group(2))
+        run = nccl_logs.parse_nccl_tests(path)
+        if not run.rows or not run.concluded:
+            failed.append(os.path.basename(path))
+            continue
+        wrong[(ranks, config)] += run.wrong_total()
+        chans[(ranks, config)].add(channels(path))
+        for row in run.rows:
+            table[ranks][config][row.size].append((row.oop[0], row.oop[2]))
+    return table, chans, wrong, failed
+
+
+def fmt_size(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def main(out):
+    table, chans, wrong, failed = load(out)
+    for ranks in sorted(table):
+        configs = list(table[ranks])
+        print(f"\n## {ranks} ranks (median of repetitions; time in us <= 1 MiB, busbw GB/s >= 16 MiB)\n")
+        ratio_cols = [c for c in ("socket", "socket_tuned") if c in configs]
+        print("| size | " + " | ".join(configs) + " | " +
+              " | ".join(f"bagua / {c}" for c in ratio_cols) + " |")
+        print("|---" * (1 + len(configs) + len(ratio_cols)) + "|")
+        sizes = sorted({s for c in configs for s in table[ranks][c]})
+        for size in sizes:
+            small = size <= (1 << 20)
+            if not small and size < (16 << 20):
+                continue
+            vals = {}
+            for c in configs:
+                pts = table[ranks][c].get(size)
+                if pts:
+                    vals[c] = statistics.median(p[0] if small else p[1] for p in pts)
+            cells = [f"{vals[c]:.1f}" if c in vals else "-" for c in configs]
+            ratios = []
+            for c in ratio_cols:
+                if "bagua" in vals and c in vals and vals[c] > 0:
+                    # >= 1 is better for Bagua-Net in both halves of the table.
+                    r = vals[c] / vals["bagua"] if small else vals["bagua"] / vals[c]
+                    ratios.append(f"{r:.2f}x")
+                else:
+                    ratios.append("-")
+            print(f"| {fmt_size(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        print("\nchannels (NCCL's 'coll channels'), #wrong: " + "; ".join(
+            f"{c} {'/'.join(sorted(chans[(ranks, c)]))} ch, {wrong[(ranks, c)]} wrong" for c in configs))
+    if failed:
+        print("\nruns without a concluded table: " + ", ".join(failed))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
