@@ -2,7 +2,7 @@
 """Fails when a file of the plugin includes a header of a layer above its own.
 
 The plugin's folders are layers, lowest first: nccl (NCCL's ABI, declared by
-us), base, engine, transport, api, abi. A file may include headers of its own
+us), base, tuner, engine, transport, api, abi. A file may include headers of its own
 layer and of the layers below it. Every `#include "net_plugin/LAYER/..."` of
 every file under net_plugin/ is checked; a file outside a known layer folder,
 or an include naming an unknown folder, is an error too, so a new folder must
@@ -23,7 +23,7 @@ import re
 import sys
 import tempfile
 
-LAYERS = ["nccl", "base", "engine", "transport", "api", "abi"]
+LAYERS = ["nccl", "base", "tuner", "engine", "transport", "api", "abi"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"net_plugin/([^/"]+)/[^"]+"')
 SOURCE_SUFFIXES = {".h", ".cc", ".def"}

@@ -11,6 +11,7 @@
 #include "net_plugin/api/boundary.h"
 #include "net_plugin/api/process.h"
 #include "net_plugin/api/registry.h"
+#include "net_plugin/api/tuner_api.h"
 #include "net_plugin/transport/connector.h"
 #include "net_plugin/transport/listener.h"
 #include "net_plugin/transport/recv_comm.h"
@@ -49,6 +50,7 @@ ncclResult_t init(ncclDebugLogger_t logger) {
   return guarded("init", [&](const char*) {
     setLogger(logger);  // first: a malformed knob is reported through NCCL's logger
     processState().init();
+    applyChannelFloor();
     return Status::kOk;
   });
 }
@@ -60,6 +62,7 @@ ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass, ncclDebu
     setLogger(logger);
     PluginState& state = processState();
     state.init();
+    applyChannelFloor();
     auto context = std::make_unique<Context>();
     context->commId = commId;
     context->trafficClass = trafficClass;

@@ -1,0 +1,57 @@
+// The tuner's decisions, as plain functions of what it is told (tables in,
+// choices out; tests/net_plugin/tuner_test.cc): the channel floor NCCL should
+// create at init, and the channels of one collective.
+//
+// Why channels: on a network path NCCL's topology search gives 2 channels,
+// and each channel is one pipeline of NCCL's proxy through the plugin. With
+// 16, Bagua-Net's all_reduce moved 1.2-1.4x more at >= 32 MiB (2 and 4 ranks
+// on one H100, bench/results/net_defaults_2026-11-25), but 128-512 KiB
+// messages were 2-4x slower. So NCCL creates many channels (the floor) and
+// the tuner hands each collective only as many as its size fills.
+//
+// NCCL's tuner can only lower a communicator's channels below what init
+// created, so the floor has to be in place before NCCL reads
+// NCCL_MIN_NCHANNELS (once per process, after the net plugin's init).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "net_plugin/nccl/tuner.h"
+
+namespace bagua::net::tuner {
+
+// The knobs and the user's own NCCL settings that bound the tuner.
+struct Policy {
+  bool enabled = true;                 // BAGUA_NET_TUNER
+  int channels = 16;                   // BAGUA_NET_TUNER_CHANNELS: the floor
+  size_t bytesPerChannel = 1u << 20;   // BAGUA_NET_TUNER_CHANNEL_BYTES
+  bool userChannels = false;           // NCCL_MIN_NCHANNELS or NCCL_MAX_NCHANNELS set
+};
+
+// One communicator, as NCCL's tuner init describes it.
+struct CommShape {
+  size_t nRanks = 0;
+  size_t nNodes = 0;
+};
+
+// Below this a collective keeps NCCL's own choice: NCCL itself drops to one
+// channel for messages this small.
+inline constexpr size_t kSmallBytes = 64 * 1024;
+
+// The NCCL_MIN_NCHANNELS value to set at init, or 0 to leave it alone (off,
+// or the user chose channels).
+int channelFloor(const Policy& policy);
+
+// Whether the tuner acts on this communicator at all: on, the user did not
+// choose channels, and it spans more than one node (crosses the network).
+bool tunes(const Policy& policy, const CommShape& comm);
+
+// Channels for one collective: 0 keeps NCCL's choice (not tuned, point to
+// point, or small); else ceil(nBytes / bytesPerChannel) within [2, floor].
+int channelsFor(const Policy& policy, const CommShape& comm, ncclFunc_t func, size_t nBytes);
+
+// One line for the log: what the tuner does for this communicator.
+std::string describe(const Policy& policy, const CommShape& comm);
+
+}  // namespace bagua::net::tuner

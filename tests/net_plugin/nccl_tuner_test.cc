@@ -1,0 +1,174 @@
+// The tuner: its decisions as a table (policy in, channels out), and the
+// shipped library as NCCL drives it (net plugin init sets the channel floor,
+// then the tuner table answers getCollInfo), including the user's overrides.
+// Library cases run in a child process each: the floor and the policy are
+// set once per process, as NCCL reads NCCL_MIN_NCHANNELS once.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "net_plugin/nccl/net_v8.h"
+#include "net_plugin/nccl/tuner.h"
+#include "net_plugin/tuner/channel_policy.h"
+
+namespace bagua::net::tuner {
+namespace {
+
+constexpr size_t kMiB = 1u << 20;
+const CommShape kTwoNodes{2, 2};
+const CommShape kOneNode{8, 1};
+
+TEST(ChannelPolicy, FloorOnlyWhenOnAndTheUserChoseNone) {
+  Policy on;
+  EXPECT_EQ(channelFloor(on), 16);
+  Policy off = on;
+  off.enabled = false;
+  EXPECT_EQ(channelFloor(off), 0);
+  Policy user = on;
+  user.userChannels = true;
+  EXPECT_EQ(channelFloor(user), 0);
+  Policy eight = on;
+  eight.channels = 8;
+  EXPECT_EQ(channelFloor(eight), 8);
+}
+
+TEST(ChannelPolicy, ChannelsFollowTheSize) {
+  Policy p;  // 1 MiB per channel, 2..16
+  struct Case {
+    size_t bytes;
+    int channels;
+  } cases[] = {
+      {8, 0},                 // small: NCCL's own
+      {kSmallBytes - 1, 0},   // still small
+      {kSmallBytes, 2},       // the least the tuner gives
+      {2 * kMiB, 2},          //
+      {3 * kMiB, 3},          //
+      {8 * kMiB + 1, 9},      // rounded up
+      {16 * kMiB, 16},        //
+      {1024 * kMiB, 16},      // at most the floor
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, c.bytes), c.channels) << c.bytes;
+  }
+  p.bytesPerChannel = 256 * 1024;
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllGather, kMiB), 4);
+}
+
+TEST(ChannelPolicy, LeavesAloneWhatItMustNotTune) {
+  Policy p;
+  EXPECT_EQ(channelsFor(p, kOneNode, ncclFuncAllReduce, 64 * kMiB), 0) << "one node";
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncSendRecv, 64 * kMiB), 0) << "point to point";
+  EXPECT_EQ(channelsFor(p, kTwoNodes, static_cast<ncclFunc_t>(8), 64 * kMiB), 0) << "AlltoAll";
+  Policy user = p;
+  user.userChannels = true;
+  EXPECT_EQ(channelsFor(user, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 0) << "user's channels";
+  Policy off = p;
+  off.enabled = false;
+  EXPECT_EQ(channelsFor(off, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 0) << "off";
+  EXPECT_NE(describe(off, kTwoNodes).find("BAGUA_NET_TUNER=0"), std::string::npos);
+  EXPECT_NE(describe(p, kOneNode).find("one node"), std::string::npos);
+}
+
+// In a child: loads the library, runs the net plugin's init as NCCL does,
+// then the tuner table of `version`; exits 0 when NCCL_MIN_NCHANNELS is
+// `floorAfter` ("" = unset) and a 64 MiB all_reduce on two nodes gets
+// `bigChannels` (0: left to NCCL), else prints why and exits 1.
+[[noreturn]] void runLibraryCase(int version, const char* floorAfter, int bigChannels) {
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    std::_Exit(1);
+  };
+  void* lib = dlopen(BAGUA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) fail(dlerror());
+  auto* net = static_cast<const ncclNet_v8_t*>(dlsym(lib, "ncclNetPlugin_v8"));
+  if (net == nullptr || net->init(nullptr) != ncclSuccess) fail("net plugin init failed");
+  const char* floor = std::getenv("NCCL_MIN_NCHANNELS");
+  if (std::string(floor ? floor : "") != floorAfter) {
+    fail(std::string("NCCL_MIN_NCHANNELS is '") + (floor ? floor : "") + "', expected '" +
+         floorAfter + "'");
+  }
+  void* ctx = nullptr;
+  int channels = 0, small = 0;
+  std::string symbol = "ncclTunerPlugin_v" + std::to_string(version);
+  void* table = dlsym(lib, symbol.c_str());
+  if (table == nullptr) fail(symbol + " is not exported");
+  if (version == 2) {
+    auto* t = static_cast<const ncclTuner_v2_t*>(table);
+    int algo = -1, proto = -1;
+    if (t->init(2, 2, nullptr, &ctx) != ncclSuccess) fail("v2 init failed");
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 0, 0, 1, &algo, &proto, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 8, 0, 0, 1, &algo, &proto, &small);
+    if (algo != -1 || proto != -1) fail("v2 changed NCCL's algorithm or protocol");
+    t->destroy(ctx);
+  } else if (version == 3) {
+    auto* t = static_cast<const ncclTuner_v3_t*>(table);
+    if (t->init(2, 2, nullptr, &ctx) != ncclSuccess) fail("v3 init failed");
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, nullptr, 7, 3, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, nullptr, 7, 3, &small);
+    t->destroy(ctx);
+  } else if (version == 4) {
+    auto* t = static_cast<const ncclTuner_v4_t*>(table);
+    if (t->init(2, 2, nullptr, &ctx) != ncclSuccess) fail("v4 init failed");
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, nullptr, 7, 3, 0, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, nullptr, 7, 3, 0, &small);
+    t->destroy(ctx);
+  } else {
+    auto* t = static_cast<const ncclTuner_v6_t*>(table);  // v5 is v6's prefix
+    if (t->init(&ctx, 7, 2, 2, nullptr, nullptr, nullptr) != ncclSuccess) fail("init failed");
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, nullptr, 7, 3, 0, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, nullptr, 7, 3, 0, &small);
+    if (version == 6 && t->getChunkSize != nullptr) fail("v6 getChunkSize should be NULL");
+    t->finalize(ctx);
+  }
+  if (channels != bigChannels) {
+    fail("64 MiB all_reduce got " + std::to_string(channels) + " channels, expected " +
+         std::to_string(bigChannels));
+  }
+  if (small != 0) fail("an 8 B all_reduce got " + std::to_string(small) + " channels");
+  std::_Exit(0);
+}
+
+class TunerLibrary : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    unsetenv("NCCL_MIN_NCHANNELS");
+    unsetenv("NCCL_MAX_NCHANNELS");
+    unsetenv("BAGUA_NET_TUNER");
+  }
+};
+
+TEST_F(TunerLibrary, SetsTheFloorAndTunesBigCollectives) {
+  for (int version : {2, 3, 4, 5, 6}) {
+    EXPECT_EXIT(runLibraryCase(version, "16", 16), ::testing::ExitedWithCode(0), "")
+        << "v" << version;
+  }
+}
+
+TEST_F(TunerLibrary, UsersMinChannelsWins) {
+  setenv("NCCL_MIN_NCHANNELS", "4", 1);
+  EXPECT_EXIT(runLibraryCase(5, "4", 0), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, UsersMaxChannelsLeavesTheFloorUnset) {
+  setenv("NCCL_MAX_NCHANNELS", "2", 1);
+  EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, OffLeavesNcclAlone) {
+  setenv("BAGUA_NET_TUNER", "0", 1);
+  EXPECT_EXIT(runLibraryCase(4, "", 0), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(runLibraryCase(3, "", 0), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, ChannelKnobsApply) {
+  setenv("BAGUA_NET_TUNER_CHANNELS", "8", 1);
+  EXPECT_EXIT(runLibraryCase(6, "8", 8), ::testing::ExitedWithCode(0), "");
+  unsetenv("BAGUA_NET_TUNER_CHANNELS");
+}
+
+}  // namespace
+}  // namespace bagua::net::tuner
