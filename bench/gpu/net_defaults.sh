@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bagua-Net against NCCL's socket transport, defaults and hand-tuned, in ONE
 # run: nccl-tests' all_reduce_perf (an MPI build), N ranks on ONE GPU, each its
-# own NCCL host (NCCL_HOSTID; shared/BENCHMARKING.md) under an MPS daemon, so
+# own NCCL host (NCCL_HOSTID; shared/BENCHMARKING.md) under an MPS daemon (and
+# --bind-to none: Open MPI binds each of 2 ranks to one core by default, which
+# holds every transport to ~2 GB/s), so
 # every byte crosses the network transport. Configurations are interleaved
 # REPS times; each sweep's NCCL INFO log gives the channels NCCL chose.
 #
@@ -22,7 +24,7 @@ NCCL_LIB=${NCCL_LIB:-$(python3 -c 'import nvidia.nccl as m; print(list(m.__path_
 RANKS=${RANKS:-"2 4"}
 REPS=${REPS:-3}
 CONFIGS=${CONFIGS:-"bagua socket socket_tuned"}
-SIZES=${SIZES:-"-b 8 -e 256M -f 4"}
+SIZES=${SIZES:-"-b 8 -e 512M -f 4"}
 ITERS=${ITERS:-"-n 20 -w 5"}
 CAP_S=${CAP_S:-120}
 mkdir -p "$OUT"
@@ -77,7 +79,7 @@ sweep() {
   chmod +x "$wrapper"
   local t0=$SECONDS
   # shellcheck disable=SC2086
-  timeout "$CAP_S" mpirun --allow-run-as-root --oversubscribe -np "$np" "$wrapper" \
+  timeout "$CAP_S" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$wrapper" \
     "$NCCL_TESTS_BIN/all_reduce_perf" -g 1 $SIZES -c 1 $ITERS >"$OUT/$tag.log" 2>&1
   echo "$tag: rc=$? in $((SECONDS - t0)) s"
 }

@@ -73,7 +73,7 @@ WRAP
   chmod +x "$wrapper"
   local t0=$SECONDS
   # shellcheck disable=SC2086
-  timeout "$CAP_S" mpirun --allow-run-as-root --oversubscribe -np 2 "$wrapper" \
+  timeout "$CAP_S" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$wrapper" \
     "$bin/all_reduce_perf" -g 1 $SIZES -c 1 -n 10 -w 3 >"$OUT/$tag.log" 2>&1
   local rc=$?
   echo "$tag: rc=$rc in $((SECONDS - t0)) s"
