@@ -85,7 +85,10 @@ run_pytest() {
   local venv rc=0 line passed failed
   venv=$(cd "$1" && pwd)
   shift
-  (cd tests/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@") \
+  # PYTHONFAULTHANDLER: a job that aborts (SIGABRT, SIGSEGV) prints every
+  # thread's Python stack into the failure's stderr, e.g. a rare
+  # "terminate called without an active exception" seen once in CI.
+  (cd tests/python && PYTHONFAULTHANDLER=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@") \
     | tee /tmp/bagua-pytest.log || rc=$?
   line=$(grep -E "[0-9]+ (passed|failed)" /tmp/bagua-pytest.log | tail -n 1 || true)
   passed=$(echo "$line" | grep -oE "[0-9]+ passed" | cut -d' ' -f1 || true)
