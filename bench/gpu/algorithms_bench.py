@@ -26,7 +26,10 @@ Configurations (--configs, comma separated):
                                   PeriodicModelAverager(period = --diloco-sync-every) on
                                   torch's NCCL group (the same plugin and rate limit)
 Bagua's algorithms run with hierarchical=False: on one GPU the "nodes" are
-NCCL_HOSTID hosts that torchrun's environment does not know about.
+NCCL_HOSTID hosts that torchrun's environment does not know about. A name
+ending in "_hier" (ga_sgd_hier, bytegrad_sgd_hier, dec_all_sgd_hier, qadam_hier)
+runs it with hierarchical=True: for jobs whose nodes torchrun knows
+(--nnodes, LOCAL_WORLD_SIZE; bench/gpu/run_multi_gpu.sh).
 
 Run (one GPU, ranks as hosts, under MPS; shared/BENCHMARKING.md):
   torchrun --standalone --nproc_per_node 4 --no-python bench/gpu/hostid_exec.sh \\
@@ -104,10 +107,12 @@ def build_model(width, layers, device):
 
 def wrap(name, model, device, args):
     """(model to call, optimizer, warm-up steps) for configuration `name`."""
+    hier = name.endswith("_hier")
+    name = name.removesuffix("_hier")
     adam = name.endswith("adam")
     if name == "qadam":
         opt = q_adam.QAdamOptimizer(model.parameters(), lr=1e-4, warmup_steps=args.qadam_warmup)
-        model.with_bagua([opt], q_adam.QAdamAlgorithm(opt, hierarchical=False))
+        model.with_bagua([opt], q_adam.QAdamAlgorithm(opt, hierarchical=hier))
         return model, opt, args.qadam_warmup + args.warmup
     opt = torch.optim.Adam(model.parameters(), lr=1e-4) if adam else \
         torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -126,14 +131,14 @@ def wrap(name, model, device, args):
         return wrapped, opt, args.warmup
     kind = name.split("_")[0]
     if kind == "ga":
-        algorithm = Algorithm.init("gradient_allreduce", hierarchical=False)
+        algorithm = Algorithm.init("gradient_allreduce", hierarchical=hier)
     elif kind == "bytegrad":
-        algorithm = Algorithm.init("bytegrad", hierarchical=False)
+        algorithm = Algorithm.init("bytegrad", hierarchical=hier)
     elif kind == "dec":
-        algorithm = Algorithm.init("decentralized", hierarchical=False,
+        algorithm = Algorithm.init("decentralized", hierarchical=hier,
                                    peer_selection_mode="all" if "all" in name else "shift_one")
     elif kind == "lpd":
-        algorithm = Algorithm.init("low_precision_decentralized", hierarchical=False)
+        algorithm = Algorithm.init("low_precision_decentralized", hierarchical=hier)
     elif kind == "diloco":
         algorithm = Algorithm.init("diloco", sync_every=args.diloco_sync_every,
                                    fragments=args.diloco_fragments,

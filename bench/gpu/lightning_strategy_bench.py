@@ -1,14 +1,18 @@
-"""Lightning on 2 GPUs with strategy="bagua" against Lightning's DDPStrategy
-(issue "Python and Lightning", GPU part). Two tasks:
+"""Lightning on --devices GPUs (default 2) with strategy="bagua" against
+Lightning's DDPStrategy (issue "Python and Lightning", GPU part; issue 26 on
+2 and 4 GPUs). Two tasks:
   --task digits: an MLP on scikit-learn's digits (accuracy: bytegrad must be
                  within 0.5 percentage points of gradient allreduce);
   --task mlp:    a 50M-parameter MLP of 4096-wide layers on fixed synthetic
-                 data (steps per second).
-Prints one JSON line {"task", "strategy", "accuracy", "steps_per_s", "network"}
-from rank 0. Lightning starts the second process itself.
+                 data (steps per second);
+  --task both:   digits, then mlp, in the same processes (one launch).
+Prints one JSON line {"task", "strategy", "devices", "accuracy", "steps_per_s",
+"network"} per task from rank 0. Lightning starts the other processes itself.
+QAdam (bagua:qadam) steps with its QAdamOptimizer (lr 0.01 on digits), every
+other strategy with SGD momentum.
 
     python lightning_strategy_bench.py --task digits --strategy bagua:bytegrad
-    python lightning_strategy_bench.py --task mlp --strategy ddp
+    python lightning_strategy_bench.py --task both --devices 4 --strategy ddp
 """
 import argparse
 import glob
@@ -21,7 +25,13 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import lightning_bagua  # noqa: F401  (registers strategy="bagua")
+from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
 from lightning_bagua import BaguaStrategy
+
+
+def sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 class Net(L.LightningModule):
@@ -38,18 +48,21 @@ class Net(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         if self.global_step == 10 and self.t0 is None:
-            torch.cuda.synchronize()
+            sync()
             self.t0 = time.perf_counter()
             self.start = self.global_step
         x, y = batch
         return torch.nn.functional.cross_entropy(self.net(x), y)
 
     def on_train_end(self):
-        torch.cuda.synchronize()
+        sync()
         if self.t0 is not None:
             self.rate = (self.global_step - self.start) / (time.perf_counter() - self.t0)
 
     def configure_optimizers(self):
+        strategy = self.trainer.strategy
+        if isinstance(strategy, BaguaStrategy) and strategy.algorithm == "qadam":
+            return QAdamOptimizer(self.parameters(), lr=self.lr / 10, warmup_steps=20)
         return torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
 
 
@@ -61,17 +74,16 @@ def digits():
     return x, torch.tensor(d.target)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--task", choices=["digits", "mlp"], default="digits")
-    p.add_argument("--strategy", default="bagua")
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--steps", type=int, default=110)
-    args = p.parse_args()
-    strategy = args.strategy
-    if strategy.startswith("bagua:"):
-        strategy = BaguaStrategy(algorithm=strategy.split(":", 1)[1])
-    if args.task == "digits":
+def make_strategy(name):
+    """A strategy object for one Trainer: "ddp" or "bagua[:ALGORITHM]"."""
+    if name.startswith("bagua:"):
+        return BaguaStrategy(algorithm=name.split(":", 1)[1])
+    return name
+
+
+def fit(task, args):
+    """Trains one task; rank 0 returns its result (others None)."""
+    if task == "digits":
         x, y = digits()
         model = Net([64, 128, 10], lr=0.1)
         loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True)
@@ -84,25 +96,50 @@ def main():
         loader = DataLoader(TensorDataset(x, y), batch_size=256)
         limits = dict(max_steps=args.steps)
     torch.manual_seed(0)
-    trainer = L.Trainer(accelerator="gpu", devices=2, strategy=strategy, logger=False,
+    gpu = args.accelerator == "gpu"
+    trainer = L.Trainer(accelerator=args.accelerator, devices=args.devices,
+                        strategy=make_strategy(args.strategy), logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, **limits)
     trainer.fit(model, loader)
     if trainer.global_rank != 0:
-        return
-    result = {"task": args.task, "strategy": args.strategy,
+        return None
+    result = {"task": task, "strategy": args.strategy, "devices": args.devices,
               "steps_per_s": getattr(model, "rate", None)}
-    if args.task == "digits":
-        model.eval().cuda()
+    if task == "digits":
+        device = "cuda" if gpu else "cpu"
+        model.eval().to(device)
         with torch.no_grad():
-            result["accuracy"] = float((model.net(x.cuda()).argmax(1).cpu() == y).float().mean())
+            result["accuracy"] = float((model.net(x.to(device)).argmax(1).cpu() == y)
+                                       .float().mean())
+    return result
+
+
+def networks():
+    """The networks NCCL's INFO logs (NCCL_DEBUG_FILE) say it used."""
     nets = set()
     for path in glob.glob(os.environ.get("NCCL_DEBUG_FILE", "/nonexistent").replace("%p", "*")):
         for line in open(path, errors="replace"):
             if "Using network" in line:
                 nets.add(line.split("Using network")[1].strip())
-    result["network"] = sorted(nets)
-    print("RESULT " + json.dumps(result), flush=True)
+    return sorted(nets)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--task", choices=["digits", "mlp", "both"], default="digits")
+    p.add_argument("--strategy", default="bagua")
+    p.add_argument("--devices", type=int, default=2)
+    p.add_argument("--accelerator", default="gpu", help="cpu: a dry run (Gloo)")
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--steps", type=int, default=110)
+    args = p.parse_args()
+    tasks = ["digits", "mlp"] if args.task == "both" else [args.task]
+    for task in tasks:
+        result = fit(task, args)
+        if result is not None:
+            result["network"] = networks()
+            print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

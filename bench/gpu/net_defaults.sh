@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Bagua-Net against NCCL's socket transport, defaults and hand-tuned, in ONE
-# run: nccl-tests' all_reduce_perf (an MPI build), N ranks on ONE GPU, each its
-# own NCCL host (NCCL_HOSTID; shared/BENCHMARKING.md) under an MPS daemon (and
-# --bind-to none: Open MPI binds each of 2 ranks to one core by default, which
-# holds every transport to ~2 GB/s), so
-# every byte crosses the network transport. Configurations are interleaved
-# REPS times; each sweep's NCCL INFO log gives the channels NCCL chose.
+# run: nccl-tests (an MPI build, one process per rank, -g 1; --bind-to none:
+# Open MPI binds each of 2 ranks to one core by default, which holds every
+# transport to ~2 GB/s). GPUS=1 (default): N ranks on ONE GPU, each its own
+# NCCL host (NCCL_HOSTID; shared/BENCHMARKING.md) under an MPS daemon.
+# GPUS=G > 1: rank r on GPU r % G, one host. Either way NCCL_P2P_DISABLE=1
+# NCCL_SHM_DISABLE=1, so every byte crosses the network transport.
+# Configurations are interleaved REPS times; each sweep's NCCL INFO log gives
+# the channels NCCL chose.
 #
 # Usage: NCCL_TESTS_BIN=<nccl-tests build, MPI=1> [PLUGIN=...] [RANKS="2 4"] \
-#          [REPS=3] [CONFIGS="bagua socket socket_tuned ..."] \
+#          [REPS=3] [CONFIGS="bagua socket socket_tuned ..."] [GPUS=1] \
+#          [COLLECTIVES="all_reduce all_gather reduce_scatter sendrecv"] \
 #          bash bench/gpu/net_defaults.sh OUT_DIR
 # A configuration is a name from the table below, or NAME=ENV1=V1,ENV2=V2
 # (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8).
@@ -27,6 +30,8 @@ CONFIGS=${CONFIGS:-"bagua socket socket_tuned"}
 SIZES=${SIZES:-"-b 8 -e 512M -f 4"}
 ITERS=${ITERS:-"-n 20 -w 5"}
 CAP_S=${CAP_S:-120}
+GPUS=${GPUS:-1}
+COLLECTIVES=${COLLECTIVES:-all_reduce}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -51,28 +56,40 @@ config_env() {
   echo "cpus: $(nproc)"
   echo "NCCL library: $NCCL_LIB/libnccl.so.2"
   echo "plugin: $PLUGIN (sha256 $(sha256sum "$PLUGIN" | cut -c1-16))"
-  echo "ranks: $RANKS; reps: $REPS; configs: $CONFIGS; sizes: $SIZES; iters: $ITERS"
+  echo "ranks: $RANKS; gpus: $GPUS; collectives: $COLLECTIVES; reps: $REPS; configs: $CONFIGS"
+  echo "sizes: $SIZES; iters: $ITERS"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+if [ "$GPUS" = 1 ]; then
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+  nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+fi
 
-# sweep RANKS CONFIG REP: one all_reduce_perf sweep.
+# placement: the lines of a rank's wrapper that choose its GPU (and host).
+placement() {
+  if [ "$GPUS" = 1 ]; then
+    echo 'export NCCL_HOSTID=bagua-host-$rank NCCL_TESTS_DEVICE=0 CUDA_VISIBLE_DEVICES=0'
+    echo "export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
+  else
+    echo "export CUDA_VISIBLE_DEVICES=\$((rank % $GPUS))"
+  fi
+}
+
+# sweep COLLECTIVE RANKS CONFIG REP: one <collective>_perf sweep.
 sweep() {
-  local np=$1 config=$2 rep=$3
+  local coll=$1 np=$2 config=$3 rep=$4
   local name=${config%%=*}
-  local tag=all_reduce__${name}__r${np}_${rep}
+  local tag=${coll}__${name}__r${np}_${rep}
   local wrapper=$OUT/$tag.rank.sh
   {
     echo '#!/usr/bin/env bash'
     echo 'rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:?not started by mpirun}}'
-    echo 'export NCCL_HOSTID=bagua-host-$rank NCCL_TESTS_DEVICE=0 CUDA_VISIBLE_DEVICES=0'
+    placement
     echo "export LD_LIBRARY_PATH=$NCCL_LIB\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
     echo 'export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0'
     echo "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING NCCL_DEBUG_FILE=$OUT/$tag.nccl.%h.%p.log"
-    echo "export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
     config_env "$config" | sed 's/^/export /'
     echo 'exec "$@"'
   } >"$wrapper"
@@ -80,14 +97,16 @@ sweep() {
   local t0=$SECONDS
   # shellcheck disable=SC2086
   timeout "$CAP_S" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$wrapper" \
-    "$NCCL_TESTS_BIN/all_reduce_perf" -g 1 $SIZES -c 1 $ITERS >"$OUT/$tag.log" 2>&1
+    "$NCCL_TESTS_BIN/${coll}_perf" -g 1 $SIZES -c 1 $ITERS >"$OUT/$tag.log" 2>&1
   echo "$tag: rc=$? in $((SECONDS - t0)) s"
 }
 
 for np in $RANKS; do
   for rep in $(seq 1 "$REPS"); do
-    for config in $CONFIGS; do
-      sweep "$np" "$config" "$rep"
+    for coll in $COLLECTIVES; do
+      for config in $CONFIGS; do
+        sweep "$coll" "$np" "$config" "$rep"
+      done
     done
   done
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summary of net_defaults.sh: per rank count, the median over repetitions of
+"""Summary of net_defaults.sh: per collective and rank count, the median over repetitions of
 each config's out-of-place time (<= 1 MiB) and busbw (above), the ratios
 against socket defaults and tuned, the channels NCCL chose, #wrong.
 
@@ -17,7 +17,7 @@ import nccl_logs  # noqa: E402
 
 _CHANNELS = re.compile(r"(\d+) coll channels")
 _TUNER = re.compile(r"TUNER/Plugin: Using (\S+) \((v\d+)\)")
-_TAG = re.compile(r"all_reduce__(.+)__r(\d+)_(\d+)\.log$")
+_TAG = re.compile(r"^([a-z_]+?)__(.+)__r(\d+)_(\d+)\.log$")
 
 
 def channels(log_path):
@@ -33,16 +33,16 @@ def channels(log_path):
 
 
 def load(out):
-    """{ranks: {config: {size: [(time_us, busbw)...]}}}, channels, wrong."""
+    """{(collective, ranks): {config: {size: [(time_us, busbw)...]}}}, channels, wrong."""
     table = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
     chans = collections.defaultdict(set)
     wrong = collections.Counter()
     failed = []
-    for path in sorted(glob.glob(os.path.join(out, "all_reduce__*.log"))):
+    for path in sorted(glob.glob(os.path.join(out, "*__*__r*_*.log"))):
         m = _TAG.search(os.path.basename(path))
         if not m or ".nccl." in path:
             continue
-        config, ranks = m.group(1), int(m.group(2))
+        config, ranks = m.group(2), (m.group(1), int(m.group(3)))
         run = nccl_logs.parse_nccl_tests(path)
         if not run.rows or not run.concluded:
             failed.append(os.path.basename(path))
@@ -65,7 +65,9 @@ def main(out):
     table, chans, wrong, failed = load(out)
     for ranks in sorted(table):
         configs = list(table[ranks])
-        print(f"\n## {ranks} ranks (median of repetitions; time in us <= 1 MiB, busbw GB/s above)\n")
+        coll, n = ranks
+        print(f"\n## {coll}, {n} ranks (median of repetitions; time in us <= 1 MiB, busbw GB/s "
+              "above)\n")
         ratio_cols = [c for c in ("socket", "socket_tuned") if c in configs]
         print("| size | " + " | ".join(configs) + " | " +
               " | ".join(f"bagua / {c}" for c in ratio_cols) + " |")

@@ -4,11 +4,17 @@ rank before bagua starts, as torchrun sets them on real nodes). Trains the
 same model twice with the same data, hierarchical=False then True, and
 writes OUT.rank<r>.json: both runs' weights, and the bytes each TCP socket of
 this process sent during the hierarchical run (from `ss -tinp`: local port,
-peer port, bytes acknowledged), so the test can tell which ranks talked."""
+peer port, bytes acknowledged), so the test can tell which ranks talked, and
+the bytes the engine counted (`bytes_sent`) over the same steps of both runs.
+--device cuda (bench/gpu/run_multi_gpu.sh, several GPUs): rank r on GPU
+LOCAL_RANK... of its node, NCCL_HOSTID set per node before NCCL starts, so
+NCCL uses NVLink inside a node and the network plugin between nodes; the
+socket bytes are left out (null) where `ss` is missing."""
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import torch
@@ -35,10 +41,11 @@ def socket_bytes():
     return table
 
 
-def train(algorithm_name, hierarchical, rank, steps=4, measure=False):
+def train(algorithm_name, hierarchical, rank, device, steps=4, measure=False):
     torch.manual_seed(11)
     net = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.Tanh(),
-                              torch.nn.Linear(256, 256), torch.nn.Tanh(), torch.nn.Linear(256, 8))
+                              torch.nn.Linear(256, 256), torch.nn.Tanh(),
+                              torch.nn.Linear(256, 8)).to(device)
     if algorithm_name == "qadam":
         opt = q_adam.QAdamOptimizer(net.parameters(), lr=0.01, warmup_steps=2)
         algorithm = q_adam.QAdamAlgorithm(opt, hierarchical=hierarchical)
@@ -51,11 +58,15 @@ def train(algorithm_name, hierarchical, rank, steps=4, measure=False):
     first_measured = 3 if algorithm_name == "qadam" else 0
     compared = None
     before = None
+    engine = net.__dict__["bagua_ddp"]
     for step in range(steps):
+        if step == first_measured:
+            counted_before = engine.bytes_sent
         if measure and step == first_measured:
             before = socket_bytes()
         g = torch.Generator().manual_seed(100 * step + rank)
         x, y = torch.randn(32, 128, generator=g), torch.randint(0, 8, (32,), generator=g)
+        x, y = x.to(device), y.to(device)
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(x), y).backward()
         opt.step()
@@ -68,7 +79,9 @@ def train(algorithm_name, hierarchical, rank, steps=4, measure=False):
     if measure:
         after = socket_bytes()
         sent = {k: v - before.get(k, 0) for k, v in after.items()}
-    return torch.cat([w.detach().reshape(-1) for w in weights]).tolist(), sent
+    counted = engine.bytes_sent - counted_before
+    flat = torch.cat([w.detach().reshape(-1) for w in weights]).cpu().tolist()
+    return flat, sent, counted
 
 
 def main():
@@ -76,17 +89,25 @@ def main():
     p.add_argument("--algorithm", required=True)
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cpu")
     args = p.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     per_node = world // args.nodes
     os.environ.update(GROUP_RANK=str(rank // per_node), LOCAL_RANK=str(rank % per_node),
                       LOCAL_WORLD_SIZE=str(per_node))
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        os.environ["NCCL_HOSTID"] = f"bagua-node-{rank // per_node}"
+        device = torch.device("cuda", rank % torch.cuda.device_count())  # a GPU per rank
+        torch.cuda.set_device(device)
     bagua.init_process_group()
-    flat, _ = train(args.algorithm, False, rank)
-    hier, sent = train(args.algorithm, True, rank, measure=True)
+    flat, _, counted_flat = train(args.algorithm, False, rank, device)
+    hier, sent, counted = train(args.algorithm, True, rank, device,
+                                measure=shutil.which("ss") is not None)
     with open(f"{args.out}.rank{rank}.json", "w") as f:
         json.dump({"rank": rank, "node": rank // per_node, "flat": flat, "hierarchical": hier,
-                   "sent": sent, "pid": os.getpid()}, f)
+                   "sent": sent, "pid": os.getpid(), "counted_flat": counted_flat,
+                   "counted": counted}, f)
 
 
 if __name__ == "__main__":

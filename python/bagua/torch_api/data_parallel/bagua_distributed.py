@@ -135,11 +135,18 @@ class BaguaDistributedDataParallel:
 
     @property
     def bytes_sent(self):
-        """Bytes this rank sent through the engine's communicator so far
-        (every collective of the algorithm and the engine's broadcasts, by
-        the runtime's count: runtime/comm/counting_communicator.h;
-        hierarchical algorithms' intra/inter-node groups are not included)."""
-        return self.backend().bytes_sent
+        """Bytes this rank sent so far through the engine's communicator and,
+        where the algorithm runs hierarchically, its intra- and inter-node ones
+        (every collective of the algorithm and the engine's broadcasts, by the
+        runtime's count: runtime/comm/counting_communicator.h)."""
+        total = self.backend().bytes_sent
+        hierarchy = self._comms.get("hierarchy")
+        if hierarchy is not None:
+            intra, inter, _ = hierarchy
+            total += intra.backend(self.device).bytes_sent
+            if inter is not None:
+                total += inter.backend(self.device).bytes_sent
+        return total
 
     # -- setup --------------------------------------------------------------------
     def _single_device(self):
