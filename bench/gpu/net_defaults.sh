@@ -73,7 +73,8 @@ placement() {
     echo 'export NCCL_HOSTID=bagua-host-$rank NCCL_TESTS_DEVICE=0 CUDA_VISIBLE_DEVICES=0'
     echo "export CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
   else
-    echo "export CUDA_VISIBLE_DEVICES=\$((rank % $GPUS))"
+    # nccl-tests picks GPU (local rank % visible GPUs) itself.
+    echo "export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((GPUS - 1)))"
   fi
 }
 

@@ -10,22 +10,22 @@
 #   hier       4 GPUs as 2 "nodes" of 2 (NCCL_HOSTID per node: NVLink inside a node,
 #              Bagua-Net between): hierarchical results against flat
 #              (tests/python/hier_job.py --device cuda) for gradient allreduce,
-#              decentralized, ByteGrad, QAdam; then steps/s flat against
-#              hierarchical (algorithms_bench.py, two torchrun "nodes",
-#              BAGUA_NET_RATE_LIMIT_MBPS=10000); hier_summary.py
+#              decentralized, ByteGrad, QAdam; hier_summary.py
+#   hier_speed the same 2 nodes: steps/s flat against hierarchical
+#              (algorithms_bench.py, two torchrun "nodes", BAGUA_NET_RATE_LIMIT_MBPS=10000)
 #   lightning  Trainer(strategy="bagua") with each algorithm against DDPStrategy on
 #              LIGHTNING_GPUS (default "4 2") GPUs, one process per GPU, all through
 #              Bagua-Net: digits accuracy, then 50M-MLP steps/s in the same launch
 #
 # Usage: WHEEL=<bagua wheel> [NCCL_TESTS_SRC=<nccl-tests source>] \
-#          bash bench/gpu/run_multi_gpu.sh OUT [nccl hier lightning]
+#          bash bench/gpu/run_multi_gpu.sh OUT [nccl hier lightning hier_speed]
 # The wheel goes into the machine's Python with pip --no-deps (torch's NCCL
 # bound at run time; the plugin is the wheel's). TOOLS=<pack_tools.sh folder
 # with ss> lets the hierarchical step count bytes per socket.
 set -uo pipefail
 OUT=${1:?usage: WHEEL=... run_multi_gpu.sh OUT [nccl hier lightning]}
 shift
-STEPS=${*:-nccl hier lightning}
+STEPS=${*:-nccl hier lightning hier_speed}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 mkdir -p "$OUT"
@@ -39,7 +39,7 @@ export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo
   echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
   nvidia-smi topo -m
-  echo "cpus: $(nproc)"
+  echo "cpus: $(nproc --all) (allowed: $(grep Cpus_allowed_list /proc/self/status | cut -f2))"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
   python3 -c 'import lightning; print("lightning", lightning.__version__)'
 } >"$OUT/env.txt" 2>&1
@@ -75,21 +75,25 @@ for step in $STEPS; do
       export NCCL_TESTS_BIN=/tmp/nt/build_mpi PLUGIN SIZES="-b 8 -e 1G -f 2"
       export ITERS=${NCCL_ITERS:-"-n 10 -w 3"} CAP_S=${NCCL_CAP_S:-90} REPS=${NCCL_REPS:-1}
       GPUS=$GPUS RANKS=$GPUS COLLECTIVES="all_reduce all_gather reduce_scatter sendrecv" \
-        bash "$HERE/net_defaults.sh" "$OUT/nccl$GPUS" | grep -v '^|' | head -n 20
+        bash "$HERE/net_defaults.sh" "$OUT/nccl$GPUS" | grep -v "^|"
       if [ "$GPUS" -gt 2 ]; then
         GPUS=2 RANKS=2 COLLECTIVES=all_reduce bash "$HERE/net_defaults.sh" "$OUT/nccl2" |
-          grep -v '^|' | head -n 8
+          grep -v "^|"
       fi
       ;;
     hier)
       mkdir -p "$OUT/hier"
       for algo in gradient_allreduce decentralized bytegrad qadam; do
-        env "${BAGUA_NET[@]}" NCCL_DEBUG_FILE="$OUT/hier/nccl_$algo.%h.%p.log" timeout 150 \
+        env "${BAGUA_NET[@]}" NCCL_DEBUG_FILE="$OUT/hier/nccl_$algo.%h.%p.log" timeout 90 \
           python3 -m torch.distributed.run --standalone --nproc_per_node 4 \
           "$ROOT/tests/python/hier_job.py" --algorithm "$algo" --device cuda \
           --out "$OUT/hier/$algo" >"$OUT/hier/$algo.log" 2>&1
         echo "hier $algo rc=$? ($((SECONDS - t0)) s)"
       done
+      python3 "$HERE/hier_summary.py" "$OUT/hier" | tee "$OUT/hier_summary.md"
+      ;;
+    hier_speed)
+      mkdir -p "$OUT/hier"
       # Two torchrun "nodes" of 2 GPUs each: GROUP_RANK and LOCAL_WORLD_SIZE as on real nodes.
       for node in 0 1; do
         env "${BAGUA_NET[@]}" NCCL_DEBUG_FILE="$OUT/hier/nccl_speed.%h.%p.log" \
@@ -113,7 +117,7 @@ for step in $STEPS; do
             bagua:diloco}; do
           label=${s/:/_}_$n
           env "${BAGUA_NET[@]}" "${FORCED[@]}" NCCL_DEBUG_FILE="$OUT/lightning/nccl_$label.%p.log" \
-            CUDA_VISIBLE_DEVICES=$(first_gpus "$n") timeout 150 \
+            CUDA_VISIBLE_DEVICES=$(first_gpus "$n") timeout 100 \
             python3 "$HERE/lightning_strategy_bench.py" --task both --devices "$n" --strategy "$s" \
             >"$OUT/lightning/$label.log" 2>&1
           echo "lightning $label rc=$? ($((SECONDS - t0)) s)"

@@ -69,6 +69,9 @@ NB_MODULE(_C, m) {
   bagua::python::bindData(m);  // after the translator above: its own are tried first
   m.def("has_nccl", &bagua::python::hasNccl,
         "Whether this build has the CUDA path (kernels, and NCCL bound at run time).");
+  m.def("shutdown_nccl", &bagua::python::shutdownNccl, nb::call_guard<nb::gil_scoped_release>(),
+        "Destroys every NCCL communicator of this process, newest first: the order all "
+        "ranks share (called at exit; later operations on them fail).");
   m.def("has_gloo", &bagua::python::hasGloo,
         "Whether CPU groups can use libgloo (else they run on torch's Gloo).");
   bagua::python::bindBuildInfo(m);

@@ -19,6 +19,12 @@ namespace bagua::python {
 bool hasNccl() { return BAGUA_PYTHON_HAVE_NCCL != 0; }
 bool hasGloo() { return BAGUA_PYTHON_HAVE_GLOO != 0; }
 
+void shutdownNccl() {
+#if BAGUA_PYTHON_HAVE_NCCL
+  NcclCommunicator::shutdownAll();
+#endif
+}
+
 std::shared_ptr<ProcessGroup> ProcessGroup::fromParts(std::shared_ptr<Communicator> comm,
                                                       std::shared_ptr<DeviceOps> ops,
                                                       std::chrono::milliseconds timeout) {

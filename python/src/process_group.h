@@ -26,6 +26,9 @@ namespace bagua::python {
 
 bool hasNccl();
 bool hasGloo();
+// Destroys every NCCL communicator of the process, newest first (the order
+// ranks share; runtime/comm/nccl_communicator.h); a no-op without NCCL.
+void shutdownNccl();
 
 // A timeout Python passes (`timeout_s`, seconds) as the runtime holds it;
 // throws InvalidArgument unless it is positive.

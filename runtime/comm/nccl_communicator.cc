@@ -2,7 +2,9 @@
 // point and barrier (the other collectives: nccl_collectives.cc).
 #include "runtime/comm/nccl_communicator.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -64,6 +66,17 @@ class EventWork final : public Work, public StreamEvent {
   cudaEvent_t event_ = nullptr;
 };
 
+// The live communicators of the process, oldest first (shutdownAll).
+struct LiveCommunicators {
+  std::mutex mutex;
+  std::vector<NcclCommunicator*> list;
+};
+
+LiveCommunicators& live() {
+  static auto* registry = new LiveCommunicators();  // never destroyed: used at exit
+  return *registry;
+}
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device, Options options)
@@ -90,19 +103,39 @@ NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device,
   BAGUA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
   BAGUA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, highest));
   BAGUA_CUDA_CHECK(cudaMalloc(&scratch_, sizeof(float)));
+  std::lock_guard<std::mutex> lock(live().mutex);
+  live().list.push_back(this);
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  {
+    std::lock_guard<std::mutex> lock(live().mutex);
+    auto& list = live().list;
+    list.erase(std::remove(list.begin(), list.end(), this), list.end());
+  }
   if (comm_ != nullptr) {
     if (aborted_) {
       ncclCommAbort(comm_);
     } else {
-      cudaStreamSynchronize(stream_);
-      ncclCommDestroy(comm_);
+      shutdown();
     }
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void NcclCommunicator::shutdown() {
+  if (aborted_ || shut_down_.exchange(true) || comm_ == nullptr) return;
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(stream_);
+  ncclCommDestroy(comm_);
+  comm_ = nullptr;
+}
+
+void NcclCommunicator::shutdownAll() {
+  std::lock_guard<std::mutex> lock(live().mutex);
+  auto& list = live().list;
+  for (auto it = list.rbegin(); it != list.rend(); ++it) (*it)->shutdown();
 }
 
 void NcclCommunicator::checkUsable(const char* op) const {
@@ -110,6 +143,11 @@ void NcclCommunicator::checkUsable(const char* op) const {
     BAGUA_THROW(CommError, std::string(op) +
                                ": the NCCL communicator was aborted after an "
                                "earlier failure");
+  }
+  if (shut_down_) {
+    BAGUA_THROW(CommError, std::string(op) +
+                               ": the NCCL communicator was shut down (process exit or "
+                               "bagua's shutdown_nccl())");
   }
 }
 

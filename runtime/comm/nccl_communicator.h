@@ -20,6 +20,13 @@
 // the root; reduceScatter: alltoall) and reduce the slices with
 // kernels::reduceSlices. gather, scatter and alltoallv are grouped
 // ncclSend/ncclRecv, the rank's own block copied on the stream.
+// Teardown: NCCL's ncclCommDestroy communicates with the communicator's
+// other ranks on the same host (NCCL 2.23+: an unordered destroy can hang,
+// pytorch/pytorch#137507), and a Python process that exits leaves its
+// communicators to the garbage collector, whose order differs between ranks
+// (4 ranks on 4 GPUs of one host hung at exit, issue 26). shutdownAll()
+// destroys every live communicator of the process in the reverse of their
+// creation order, which ranks share; bagua's Python side calls it at exit.
 // Setup, Work and point to point: nccl_communicator.cc; the collectives:
 // nccl_collectives.cc.
 #pragma once
@@ -80,6 +87,11 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<Work> fence(std::string what);
   // Aborts the communicator (after a timeout); later operations fail.
   void abort(const std::string& why);
+  // Destroys the NCCL communicator now (after its stream drains); later
+  // operations fail. Every rank of it must call this (or shutdownAll).
+  void shutdown();
+  // shutdown() of every live NcclCommunicator of this process, newest first.
+  static void shutdownAll();
 
  private:
   std::shared_ptr<Work> record(std::string what);
@@ -104,6 +116,7 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;  // one float for barrier()
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> shut_down_{false};
 };
 
 }  // namespace bagua

@@ -32,3 +32,25 @@ def test_mismatch_is_a_clear_error_in_bounded_time(outdir, kind, message):
     for r in load_ranks(prefix, 2):
         assert r["error"] is not None and message in r["error"], r
         assert r["seconds"] < 30
+
+
+def test_ranks_on_different_gpus_meet_under_one_store_key():
+    # Ranks of one communicator on cuda:0 and cuda:2 (one process per GPU)
+    # must find the NCCL unique id under the same key (issue 26: they did not).
+    import torch
+
+    from bagua.torch_api.process_group import _store_prefix
+
+    keys = {_store_prefix("1", "ddp0", torch.device("cuda", i)) for i in range(4)}
+    keys.add(_store_prefix("1", "ddp0", torch.device("cuda")))
+    assert keys == {"bagua/pg/1/ddp0/cuda"}
+    assert _store_prefix("1", "ddp0", torch.device("cpu")) == "bagua/pg/1/ddp0/cpu"
+
+
+def test_shutdown_nccl_is_safe_to_call_in_any_build():
+    # Called at exit by every process that made a CUDA communicator; with no
+    # live NCCL communicator (or no NCCL in the build) it does nothing.
+    from bagua import _C
+
+    assert _C.shutdown_nccl() is None
+    assert _C.shutdown_nccl() is None

@@ -41,9 +41,27 @@ def _world_size():
     return dist.get_world_size() if dist.is_initialized() else env.get_world_size()
 
 
+def _shutdown_nccl_at_exit():
+    """Registers (once) the runtime's ordered destruction of its NCCL
+    communicators at exit: left to the garbage collector, ranks destroy
+    them in different orders, and ranks of one host then wait for each
+    other forever (runtime/comm/nccl_communicator.h)."""
+    if not _state.get("shutdown_registered"):
+        from .. import _C
+
+        atexit.register(_C.shutdown_nccl)
+        _state["shutdown_registered"] = True
+
+
 def _timeout_s():
     """Seconds an operation may wait for its peers (BAGUA_TIMEOUT_S, default 300)."""
     return float(os.environ.get("BAGUA_TIMEOUT_S", 300))
+
+
+def _store_prefix(group_name, kind, device):
+    """Where the ranks of a communicator meet in the store. The device type
+    only, never its index: ranks on different GPUs must meet under one key."""
+    return f"bagua/pg/{group_name}/{kind}/{device.type}"
 
 
 class BaguaCommunicator:
@@ -83,7 +101,7 @@ class BaguaCommunicator:
             raise ValueError(f"rank {_global_rank()} is not a member of {self!r}")
         key = (device.type, device.index if device.type == "cuda" else None)
         if key not in self._backends:
-            prefix = f"bagua/pg/{self.group.group_name}/{self.kind}/{key[0]}{key[1] or ''}"
+            prefix = _store_prefix(self.group.group_name, self.kind, device)
             count = _state["created"][prefix] = _state["created"].get(prefix, 0) + 1
             if count > 1:
                 prefix = f"{prefix}#{count}"
@@ -93,6 +111,7 @@ class BaguaCommunicator:
                     from .. import _nccl
 
                     _nccl.check()
+                    _shutdown_nccl_at_exit()
                     index = device.index if device.index is not None else torch.cuda.current_device()
                     backend = _C.ProcessGroup.nccl(store, self._rank, self.nranks(), index,
                                                    prefix=prefix, timeout_s=_timeout_s())
