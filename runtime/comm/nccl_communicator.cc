@@ -126,8 +126,7 @@ NcclCommunicator::~NcclCommunicator() {
 
 void NcclCommunicator::shutdown() {
   if (aborted_ || shut_down_.exchange(true) || comm_ == nullptr) return;
-  cudaSetDevice(device_);
-  cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(stream_);  // the stream knows its device: the caller's stays current
   ncclCommDestroy(comm_);
   comm_ = nullptr;
 }

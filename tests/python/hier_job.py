@@ -7,7 +7,7 @@ this process sent during the hierarchical run (from `ss -tinp`: local port,
 peer port, bytes acknowledged), so the test can tell which ranks talked, and
 the bytes the engine counted (`bytes_sent`) over the same steps of both runs.
 --device cuda (bench/gpu/run_multi_gpu.sh, several GPUs): rank r on GPU
-LOCAL_RANK... of its node, NCCL_HOSTID set per node before NCCL starts, so
+r % (GPUs), NCCL_HOSTID set per node before NCCL starts, so
 NCCL uses NVLink inside a node and the network plugin between nodes; the
 socket bytes are left out (null) where `ss` is missing."""
 import argparse
