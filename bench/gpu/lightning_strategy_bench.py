@@ -9,7 +9,8 @@ Lightning's DDPStrategy (issue "Python and Lightning", GPU part; issue 26 on
 Prints one JSON line {"task", "strategy", "devices", "accuracy", "steps_per_s",
 "network"} per task from rank 0. Lightning starts the other processes itself.
 QAdam (bagua:qadam) steps with its QAdamOptimizer (lr 0.01 on digits), every
-other strategy with SGD momentum.
+other strategy with SGD momentum, or with torch's Adam at QAdam's learning rate
+under --optimizer adam (QAdam's like-for-like baseline).
 
     python lightning_strategy_bench.py --task digits --strategy bagua:bytegrad
     python lightning_strategy_bench.py --task both --devices 4 --strategy ddp
@@ -35,8 +36,9 @@ def sync():
 
 
 class Net(L.LightningModule):
-    def __init__(self, widths, lr):
+    def __init__(self, widths, lr, optimizer="sgd"):
         super().__init__()
+        self.optimizer = optimizer
         torch.manual_seed(1234)
         layers = []
         for a, b in zip(widths[:-1], widths[1:]):
@@ -63,6 +65,8 @@ class Net(L.LightningModule):
         strategy = self.trainer.strategy
         if isinstance(strategy, BaguaStrategy) and strategy.algorithm == "qadam":
             return QAdamOptimizer(self.parameters(), lr=self.lr / 10, warmup_steps=20)
+        if self.optimizer == "adam":
+            return torch.optim.Adam(self.parameters(), lr=self.lr / 10)
         return torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
 
 
@@ -74,10 +78,13 @@ def digits():
     return x, torch.tensor(d.target)
 
 
-def make_strategy(name):
-    """A strategy object for one Trainer: "ddp" or "bagua[:ALGORITHM]"."""
+def make_strategy(name, flat=False):
+    """A strategy object for one Trainer: "ddp" or "bagua[:ALGORITHM]"; FLAT:
+    hierarchical=False (the algorithms that take it default to True, as the
+    original's: on one machine the intra-node step then moves full precision)."""
     if name.startswith("bagua:"):
-        return BaguaStrategy(algorithm=name.split(":", 1)[1])
+        return BaguaStrategy(algorithm=name.split(":", 1)[1],
+                             **({"hierarchical": False} if flat else {}))
     return name
 
 
@@ -85,26 +92,28 @@ def fit(task, args):
     """Trains one task; rank 0 returns its result (others None)."""
     if task == "digits":
         x, y = digits()
-        model = Net([64, 128, 10], lr=0.1)
+        model = Net([64, 128, 10], lr=0.1, optimizer=args.optimizer)
         loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True)
         limits = dict(max_epochs=args.epochs)
     else:
         g = torch.Generator().manual_seed(0)
         x = torch.randn(4096, 4096, generator=g)
         y = torch.randint(0, 4096, (4096,), generator=g)
-        model = Net([4096] * 4, lr=0.01)
+        model = Net([4096] * 4, lr=0.01, optimizer=args.optimizer)
         loader = DataLoader(TensorDataset(x, y), batch_size=256)
         limits = dict(max_steps=args.steps)
     torch.manual_seed(0)
     gpu = args.accelerator == "gpu"
     trainer = L.Trainer(accelerator=args.accelerator, devices=args.devices,
-                        strategy=make_strategy(args.strategy), logger=False,
+                        strategy=make_strategy(args.strategy, args.flat), logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, **limits)
     trainer.fit(model, loader)
     if trainer.global_rank != 0:
         return None
+    qadam = args.strategy == "bagua:qadam"
     result = {"task": task, "strategy": args.strategy, "devices": args.devices,
+              "optimizer": "qadam" if qadam else args.optimizer, "flat": args.flat,
               "steps_per_s": getattr(model, "rate", None)}
     if task == "digits":
         device = "cuda" if gpu else "cpu"
@@ -133,6 +142,9 @@ def main():
     p.add_argument("--accelerator", default="gpu", help="cpu: a dry run (Gloo)")
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--steps", type=int, default=110)
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd",
+                   help="every strategy but bagua:qadam (always its QAdamOptimizer)")
+    p.add_argument("--flat", action="store_true", help="bagua algorithms: hierarchical=False")
     args = p.parse_args()
     tasks = ["digits", "mlp"] if args.task == "both" else [args.task]
     for task in tasks:

@@ -4,11 +4,12 @@
 #   nccl       nccl-tests (MPI build, built here from NCCL_TESTS_SRC against torch's
 #              pip NCCL), one process per GPU, -g 1, forced through the network
 #              transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1): all_reduce,
-#              all_gather, reduce_scatter, sendrecv on every GPU, all_reduce on 2;
+#              all_gather, reduce_scatter, sendrecv on every GPU (NCCL_COLLECTIVES
+#              picks), all_reduce on 2;
 #              Bagua-Net against NCCL's socket transport at defaults and hand-tuned,
 #              8 B - 1 GiB, #wrong checked (net_defaults.sh, GPUS=...)
 #   hier       4 GPUs as 2 "nodes" of 2 (NCCL_HOSTID per node: NVLink inside a node,
-#              Bagua-Net between): hierarchical results against flat
+#              Bagua-Net between; 2 GPUs: 2 nodes of 1): hierarchical results against flat
 #              (tests/python/hier_job.py --device cuda) for gradient allreduce,
 #              decentralized, ByteGrad, QAdam; hier_summary.py
 #   hier_speed the same 2 nodes: steps/s flat against hierarchical
@@ -16,6 +17,7 @@
 #   lightning  Trainer(strategy="bagua") with each algorithm against DDPStrategy on
 #              LIGHTNING_GPUS (default "4 2") GPUs, one process per GPU, all through
 #              Bagua-Net: digits accuracy, then 50M-MLP steps/s in the same launch
+#              (LIGHTNING_ARGS: more arguments, e.g. "--optimizer adam")
 #
 # Usage: WHEEL=<bagua wheel> [NCCL_TESTS_SRC=<nccl-tests source>] \
 #          bash bench/gpu/run_multi_gpu.sh OUT [nccl hier lightning hier_speed]
@@ -74,7 +76,7 @@ for step in $STEPS; do
       echo "nccl-tests built ($((SECONDS - t0)) s)"
       export NCCL_TESTS_BIN=/tmp/nt/build_mpi PLUGIN SIZES="-b 8 -e 1G -f 2"
       export ITERS=${NCCL_ITERS:-"-n 10 -w 3"} CAP_S=${NCCL_CAP_S:-90} REPS=${NCCL_REPS:-1}
-      GPUS=$GPUS RANKS=$GPUS COLLECTIVES="all_reduce all_gather reduce_scatter sendrecv" \
+      GPUS=$GPUS RANKS=$GPUS COLLECTIVES=${NCCL_COLLECTIVES:-"all_reduce all_gather reduce_scatter sendrecv"} \
         bash "$HERE/net_defaults.sh" "$OUT/nccl$GPUS" | grep -v "^|"
       if [ "$GPUS" -gt 2 ]; then
         GPUS=2 RANKS=2 COLLECTIVES=all_reduce bash "$HERE/net_defaults.sh" "$OUT/nccl2" |
@@ -85,8 +87,8 @@ for step in $STEPS; do
       mkdir -p "$OUT/hier"
       for algo in gradient_allreduce decentralized bytegrad qadam; do
         env "${BAGUA_NET[@]}" NCCL_DEBUG_FILE="$OUT/hier/nccl_$algo.%h.%p.log" timeout 90 \
-          python3 -m torch.distributed.run --standalone --nproc_per_node 4 \
-          "$ROOT/tests/python/hier_job.py" --algorithm "$algo" --device cuda \
+          python3 -m torch.distributed.run --standalone --nproc_per_node "$GPUS" \
+          "$ROOT/tests/python/hier_job.py" --algorithm "$algo" --device cuda --nodes 2 \
           --out "$OUT/hier/$algo" >"$OUT/hier/$algo.log" 2>&1
         echo "hier $algo rc=$? ($((SECONDS - t0)) s)"
       done
@@ -115,10 +117,11 @@ for step in $STEPS; do
         for s in ${LIGHTNING_STRATEGIES:-ddp bagua:gradient_allreduce bagua:bytegrad bagua:qadam \
             bagua:decentralized bagua:low_precision_decentralized bagua:async bagua:local_sgd \
             bagua:diloco}; do
-          label=${s/:/_}_$n
+          label=${s/:/_}_$n${LIGHTNING_LABEL:-}
           env "${BAGUA_NET[@]}" "${FORCED[@]}" NCCL_DEBUG_FILE="$OUT/lightning/nccl_$label.%p.log" \
             CUDA_VISIBLE_DEVICES=$(first_gpus "$n") timeout 100 \
             python3 "$HERE/lightning_strategy_bench.py" --task both --devices "$n" --strategy "$s" \
+            ${LIGHTNING_ARGS:-} \
             >"$OUT/lightning/$label.log" 2>&1
           echo "lightning $label rc=$? ($((SECONDS - t0)) s)"
           grep -h RESULT "$OUT/lightning/$label.log" | cut -c1-200

@@ -75,12 +75,18 @@ void AsyncModelAverage::loop() {
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!stop_) {
-      std::string what = std::string("asynchronous model average: a background round failed "
-                                     "(a peer died or stopped answering?): ") +
-                         e.what();
-      error_ = dynamic_cast<const TimeoutError*>(&e)
-                   ? std::make_exception_ptr(TimeoutError(what, __FILE__, __LINE__))
-                   : std::make_exception_ptr(CommError(what, __FILE__, __LINE__));
+      // A CUDA failure is this process's own (wrong device, out of memory):
+      // no hint of a dead peer, and it stays a CudaError.
+      const bool cuda = dynamic_cast<const CudaError*>(&e) != nullptr;
+      std::string what = std::string("asynchronous model average: a background round failed") +
+                         (cuda ? ": " : " (a peer died or stopped answering?): ") + e.what();
+      if (cuda) {
+        error_ = std::make_exception_ptr(CudaError(what, __FILE__, __LINE__));
+      } else if (dynamic_cast<const TimeoutError*>(&e) != nullptr) {
+        error_ = std::make_exception_ptr(TimeoutError(what, __FILE__, __LINE__));
+      } else {
+        error_ = std::make_exception_ptr(CommError(what, __FILE__, __LINE__));
+      }
     }
   }
   {

@@ -10,6 +10,7 @@
 
 #include "runtime/comm/op_args.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device_scope.h"
 #include "runtime/cuda/stream_event.h"
 
 namespace bagua {
@@ -151,6 +152,7 @@ void NcclCommunicator::checkUsable(const char* op) const {
 }
 
 std::shared_ptr<Work> NcclCommunicator::record(std::string what) {
+  DeviceScope scope(device_);  // the event must live on the stream's device, whoever calls
   return std::make_shared<EventWork>(*this, comm_, std::move(what), options_.timeout);
 }
 

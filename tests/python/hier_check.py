@@ -21,14 +21,15 @@ def weight_check(algorithm, rank_result):
     return diff, tolerance
 
 
-def cross_node_traffic(ranks, per_node=2):
+def cross_node_traffic(ranks):
     """(bytes sent between node leaders, [(rank, peer, bytes)] sent across nodes
     by a non-leader) during the hierarchical run; None where a rank has no
     socket counts (no `ss`)."""
     if any(r["sent"] is None for r in ranks):
         return None
     owner = {int(k.split(":")[0]): r["rank"] for r in ranks for k in r["sent"]}
-    leaders = {r["rank"] for r in ranks if r["rank"] % per_node == 0}
+    nodes = {r["node"] for r in ranks}
+    leaders = {min(r["rank"] for r in ranks if r["node"] == node) for node in nodes}
     between_leaders, others = 0, []
     for r in ranks:
         for key, sent in r["sent"].items():

@@ -5,12 +5,12 @@ import os
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 
 
 def run(outdir, nproc, case, *extra):
     prefix = os.path.join(outdir, case)
-    result = torchrun("algo_job.py", nproc, ["--case", case, "--out", prefix, *extra],
+    result = run_ranks("algo_job.py", nproc, ["--case", case, "--out", prefix, *extra],
                       timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     return load_ranks(prefix, nproc)
@@ -77,7 +77,7 @@ def test_convergence_on_digits_with_4_processes(outdir):
     of gradient allreduce (SGD), QAdam within 0.5 pp of Adam + gradient
     allreduce; low-precision decentralized and async within 1 pp."""
     prefix = os.path.join(outdir, "conv")
-    result = torchrun("conv_job.py", 4, ["--out", prefix], timeout=600)
+    result = run_ranks("conv_job.py", 4, ["--out", prefix], timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     acc = {k: sum(v) / len(v) for k, v in load_ranks(prefix, 1)[0].items()}
     print("mean accuracy over 3 seeds:", acc)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 from bagua.torch_api.data_parallel.autotune import Autotune, load_state, resolve
 from bagua.torch_api.data_parallel.autotune_search import (Candidate, SuccessiveHalving,
                                                            bucket_sizes)
@@ -103,7 +103,7 @@ def test_bad_autotune_arguments_name_the_value(tmp_path):
 def job(tmp_path_factory):
     """One 2-process job for the tests below (one start of Python and torch)."""
     prefix = str(tmp_path_factory.mktemp("autotune") / "job")
-    result = torchrun("autotune_job.py", 2, ["--case", "compare,errors", "--out", prefix],
+    result = run_ranks("autotune_job.py", 2, ["--case", "compare,errors", "--out", prefix],
                       timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     return load_ranks(prefix, 2), result
@@ -144,7 +144,7 @@ def test_disagreements_and_unsupported_algorithms_are_errors_on_every_rank(job):
 
 def test_hierarchical_is_tuned_across_nodes(outdir):
     prefix = os.path.join(outdir, "hier")
-    result = torchrun("autotune_job.py", 4, ["--case", "hier", "--nodes", "2", "--layers", "20",
+    result = run_ranks("autotune_job.py", 4, ["--case", "hier", "--nodes", "2", "--layers", "20",
                                              "--budget", "80", "--out", prefix], timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     ranks = load_ranks(prefix, 4)

@@ -6,13 +6,13 @@ import os
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 
 
 @pytest.mark.parametrize("nproc", [1, 2, 3, 4])
 def test_every_primitive_dtype_and_op(outdir, nproc):
     prefix = os.path.join(outdir, "comm")
-    run = torchrun("comm_job.py", nproc, ["--out", prefix], timeout=600)
+    run = run_ranks("comm_job.py", nproc, ["--out", prefix], timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     for r in load_ranks(prefix, nproc):
         assert r["failures"] == [], r["failures"][:10]
@@ -27,7 +27,7 @@ def test_every_primitive_dtype_and_op(outdir, nproc):
 ])
 def test_mismatch_is_a_clear_error_in_bounded_time(outdir, kind, message):
     prefix = os.path.join(outdir, kind)
-    run = torchrun("comm_job.py", 2, ["--out", prefix, "--mismatch", kind], timeout=120)
+    run = run_ranks("comm_job.py", 2, ["--out", prefix, "--mismatch", kind], timeout=120)
     assert run.returncode == 0, run.stderr[-4000:]
     for r in load_ranks(prefix, 2):
         assert r["error"] is not None and message in r["error"], r

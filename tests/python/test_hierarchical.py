@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 from hier_check import TOLERANCE, cross_node_traffic, weight_check
 
 
@@ -15,7 +15,7 @@ from hier_check import TOLERANCE, cross_node_traffic, weight_check
 @pytest.mark.parametrize("algorithm", list(TOLERANCE))
 def test_hierarchical_equals_flat_and_only_leaders_cross_nodes(outdir, algorithm):
     prefix = os.path.join(outdir, algorithm)
-    result = torchrun("hier_job.py", 4, ["--algorithm", algorithm, "--out", prefix], timeout=300)
+    result = run_ranks("hier_job.py", 4, ["--algorithm", algorithm, "--out", prefix], timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     ranks = load_ranks(prefix, 4)
     for r in ranks:
@@ -31,7 +31,7 @@ def test_hierarchical_equals_flat_and_only_leaders_cross_nodes(outdir, algorithm
 
 def test_one_rank_per_node_is_the_flat_path(outdir):
     prefix = os.path.join(outdir, "nodes4")
-    result = torchrun("hier_job.py", 4, ["--algorithm", "bytegrad", "--nodes", "4", "--out",
+    result = run_ranks("hier_job.py", 4, ["--algorithm", "bytegrad", "--nodes", "4", "--out",
                                          prefix], timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     for r in load_ranks(prefix, 4):

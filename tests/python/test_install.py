@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 
 import bagua._C as C
 
@@ -86,7 +86,7 @@ def test_primitives_on_torch_gloo(outdir, nproc):
     # Every primitive, dtype and op through torch's Gloo, against torch's
     # own reference (comm_job.py), as a build without libgloo runs them.
     prefix = os.path.join(outdir, "comm")
-    run = torchrun("comm_job.py", nproc, ["--out", prefix], timeout=600,
+    run = run_ranks("comm_job.py", nproc, ["--out", prefix], timeout=600,
                    env={"BAGUA_CPU_COLLECTIVES": "torch"})
     assert run.returncode == 0, run.stderr[-4000:]
     for r in load_ranks(prefix, nproc):

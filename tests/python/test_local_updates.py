@@ -10,14 +10,14 @@ import os
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 
 ALL = "local_sgd_vs_allreduce,diloco_vs_averaging,diloco_vs_reference"
 
 
 def run(outdir, nproc, cases):
     prefix = os.path.join(outdir, f"local{nproc}")
-    result = torchrun("local_updates_job.py", nproc, ["--cases", cases, "--out", prefix],
+    result = run_ranks("local_updates_job.py", nproc, ["--cases", cases, "--out", prefix],
                       timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     return load_ranks(prefix, nproc)

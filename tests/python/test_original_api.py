@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import HERE, load_ranks, torchrun
+from conftest import HERE, load_ranks, run_ranks
 
 EXAMPLE = os.path.join(HERE, "..", "..", "python", "examples", "mnist_digits.py")
 
@@ -84,7 +84,7 @@ def test_mnist_example_with_the_weight_algorithms(outdir, algorithm):
 
 def case(outdir, name, nproc=2):
     prefix = os.path.join(outdir, name)
-    run = torchrun("api_job.py", nproc, ["--case", name, "--out", prefix], timeout=300)
+    run = run_ranks("api_job.py", nproc, ["--case", name, "--out", prefix], timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
     return load_ranks(prefix, nproc)
 
@@ -100,7 +100,7 @@ def test_optimizer_state_is_broadcast_from_rank_0_fused_or_not(outdir):
     import torch
 
     prefix = os.path.join(outdir, "opt")
-    run = torchrun("api_job.py", 2, ["--case", "optimizer,fused", "--out", prefix], timeout=300)
+    run = run_ranks("api_job.py", 2, ["--case", "optimizer,fused", "--out", prefix], timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = load_ranks(prefix + "_optimizer", 2)
     assert ranks[0]["state"], "rank 0 should have Adam state"

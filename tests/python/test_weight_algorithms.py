@@ -5,12 +5,12 @@ import os
 
 import pytest
 
-from conftest import load_ranks, torchrun
+from conftest import load_ranks, run_ranks
 
 
 def job(outdir, script, nproc, case, *extra, timeout=300):
     prefix = os.path.join(outdir, case)
-    result = torchrun(script, nproc, ["--case", case, "--out", prefix, *extra], timeout=timeout)
+    result = run_ranks(script, nproc, ["--case", case, "--out", prefix, *extra], timeout=timeout)
     assert result.returncode == 0, result.stderr[-4000:]
     return prefix
 
@@ -40,7 +40,7 @@ def test_async_1000_abort_resume_cycles_leak_nothing(outdir):
 
 def test_async_dead_peer_is_a_clear_error_in_bounded_time(outdir):
     prefix = os.path.join(outdir, "dead")
-    result = torchrun("async_job.py", 2, ["--case", "dead", "--out", prefix], timeout=120)
+    result = run_ranks("async_job.py", 2, ["--case", "dead", "--out", prefix], timeout=120)
     ranks = load_ranks(prefix, 2)
     survivor = ranks[0]
     assert survivor["error"] and "asynchronous model average" in survivor["error"], survivor
