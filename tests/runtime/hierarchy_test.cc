@@ -21,18 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Gloo {
-  std::shared_ptr<GlooCommunicator> comm;
-  std::shared_ptr<CpuOps> ops;
-};
-
-Gloo connect(Store& store, int rank, int size, const std::string& prefix) {
-  Gloo g;
-  g.comm = std::make_shared<GlooCommunicator>(store, rank, size, loopbackGloo(prefix));
-  g.ops = std::make_shared<CpuOps>(*g.comm);
-  return g;
-}
-
 // Rank r's value of element i: small integers, so sums and means are exact.
 float valueOf(int rank, size_t i) {
   return static_cast<float>((rank * 4 + static_cast<int>(i % 7)) * 8);

@@ -18,6 +18,7 @@
 #include "runtime/common/error.h"
 #include "runtime/ops/cpu_ops.h"
 #include "runtime/reducer/reducer.h"
+#include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
 
 namespace bagua::testing {
@@ -27,22 +28,6 @@ using namespace std::chrono_literals;
 
 void check(bool cond, const std::string& what) {
   if (!cond) throw std::runtime_error(what);
-}
-
-struct Gloo {
-  std::shared_ptr<GlooCommunicator> comm;
-  std::shared_ptr<CpuOps> ops;
-};
-
-Gloo connect(Store& store, int rank, int size, const std::string& prefix) {
-  GlooCommunicator::Options o;
-  o.iface = "lo";
-  o.timeout = 20s;
-  o.prefix = prefix;
-  Gloo g;
-  g.comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
-  g.ops = std::make_shared<CpuOps>(*g.comm);
-  return g;
 }
 
 std::vector<float> randomVector(size_t n, uint32_t seed) {

@@ -21,11 +21,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using store_testing::bytes;
 using store_testing::secondsSince;
-
-std::vector<uint8_t> bytes(const std::string& s) {
-  return std::vector<uint8_t>(s.begin(), s.end());
-}
 
 // One backend (a directory, or a server) and any number of clients of it.
 class StoreTest : public ::testing::TestWithParam<std::string> {

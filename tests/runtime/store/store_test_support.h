@@ -13,6 +13,11 @@
 
 namespace bagua::store_testing {
 
+// The bytes of a string (store values are bytes).
+inline std::vector<uint8_t> bytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
 // A fresh directory under /tmp, removed with its contents on destruction.
 class TempDir {
  public:

@@ -24,18 +24,12 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 namespace proto = store_protocol;
+using store_testing::bytes;
 using store_testing::closedByPeer;
 using store_testing::connectRaw;
 using store_testing::eventually;
+using store_testing::secondsSince;
 using store_testing::sendRaw;
-
-std::vector<uint8_t> bytes(const std::string& s) {
-  return std::vector<uint8_t>(s.begin(), s.end());
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 TcpStoreOptions quick() {
   TcpStoreOptions o;
