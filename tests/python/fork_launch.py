@@ -20,7 +20,6 @@ import ctypes
 import os
 import runpy
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -29,6 +28,7 @@ import torch  # noqa: F401  (imported once, before the fork: the point of this l
 import torch.distributed  # noqa: F401
 
 import bagua  # noqa: F401
+from launch_support import free_port
 
 try:  # the digits jobs' data (2 s of imports per rank otherwise)
     import sklearn.datasets  # noqa: F401
@@ -37,12 +37,6 @@ except ImportError:
 
 PR_SET_PDEATHSIG = 1
 GRACE_S = 5.0
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_rank(rank, nproc, port, script, args):

@@ -1,0 +1,34 @@
+"""fork_launch.py, the launcher of the Python suites' rank jobs: the ranks get
+torchrun's environment and meet, and a failing rank fails the launch with its
+exit code and ends the others (a launcher that hid a failure would let every
+suite using it pass)."""
+import os
+import time
+
+from conftest import load_ranks, run_ranks
+from launch_support import WORKER
+
+
+def test_ranks_get_torchruns_environment_and_meet(outdir):
+    prefix = os.path.join(outdir, "w")
+    run = run_ranks(WORKER, 3, ["--out", prefix, "--allreduce"], timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ranks = load_ranks(prefix, 3)
+    assert [r["RANK"] for r in ranks] == ["0", "1", "2"]
+    assert [r["LOCAL_RANK"] for r in ranks] == ["0", "1", "2"]
+    for r in ranks:
+        assert r["WORLD_SIZE"] == "3" and r["LOCAL_WORLD_SIZE"] == "3" and r["GROUP_RANK"] == "0"
+        assert r["MASTER_ADDR"] == "127.0.0.1" and r["name"] == "__main__"
+        assert r["allreduce"] == 6.0  # 1 + 2 + 3
+
+
+def test_a_failing_rank_fails_the_launch_and_ends_the_others(outdir):
+    prefix = os.path.join(outdir, "w")
+    start = time.monotonic()
+    # Rank 1 exits at once; rank 0 would wait 60 s for it in the allreduce.
+    run = run_ranks(WORKER, 2, ["--out", prefix, "--allreduce", "--exit-rank", "1",
+                                "--exit-code", "7"], timeout=120)
+    assert run.returncode == 7, (run.returncode, run.stderr[-3000:])
+    assert "rank 1 exited with 7; ending the others" in run.stderr
+    assert time.monotonic() - start < 40, "rank 0 was not ended"
+    assert not os.path.exists(f"{prefix}.rank0.json")
