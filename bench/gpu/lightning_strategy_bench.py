@@ -10,7 +10,10 @@ Prints one JSON line {"task", "strategy", "devices", "accuracy", "steps_per_s",
 "network"} per task from rank 0. Lightning starts the other processes itself.
 QAdam (bagua:qadam) steps with its QAdamOptimizer (lr 0.01 on digits), every
 other strategy with SGD momentum, or with torch's Adam at QAdam's learning rate
-under --optimizer adam (QAdam's like-for-like baseline).
+under --optimizer adam (QAdam's like-for-like baseline). Rates are timed from
+step 10; QAdam's from 10 steps past its warm-up (its steady, compressed state),
+with "switch_window_s": the 4 steps around the switch (2 warm-up Adam steps,
+the switch to compressed momentum, the first compressed step), timed apart.
 
     python lightning_strategy_bench.py --task digits --strategy bagua:bytegrad
     python lightning_strategy_bench.py --task both --devices 4 --strategy ddp
@@ -46,13 +49,25 @@ class Net(L.LightningModule):
         self.net = torch.nn.Sequential(*layers[:-1])
         self.lr = lr
         self.t0 = None
-        self.steps = 0
+        self.marks = {}
+
+    def timed_from(self):
+        """The first timed step: 10, or for QAdam 10 past its warm-up, so the
+        rate is the compressed steady state (the warm-up's Adam steps and the
+        one-time switch are timed apart, as switch_window_s)."""
+        warmup = getattr(self.trainer.optimizers[0], "warmup_steps", None)
+        return 10 if warmup is None else warmup + 10
 
     def training_step(self, batch, batch_idx):
-        if self.global_step == 10 and self.t0 is None:
+        step = self.global_step
+        warmup = getattr(self.trainer.optimizers[0], "warmup_steps", None)
+        if warmup is not None and step in (warmup - 2, warmup + 2) and step not in self.marks:
+            sync()
+            self.marks[step] = time.perf_counter()
+        if step == self.timed_from() and self.t0 is None:
             sync()
             self.t0 = time.perf_counter()
-            self.start = self.global_step
+            self.start = step
         x, y = batch
         return torch.nn.functional.cross_entropy(self.net(x), y)
 
@@ -60,6 +75,10 @@ class Net(L.LightningModule):
         sync()
         if self.t0 is not None:
             self.rate = (self.global_step - self.start) / (time.perf_counter() - self.t0)
+        if len(self.marks) == 2:
+            # 4 steps: the last 2 of the warm-up, the switch, the first compressed one
+            first, last = sorted(self.marks)
+            self.switch_window_s = self.marks[last] - self.marks[first]
 
     def configure_optimizers(self):
         strategy = self.trainer.strategy
@@ -115,6 +134,9 @@ def fit(task, args):
     result = {"task": task, "strategy": args.strategy, "devices": args.devices,
               "optimizer": "qadam" if qadam else args.optimizer, "flat": args.flat,
               "steps_per_s": getattr(model, "rate", None)}
+    if qadam:
+        result["timed_from_step"] = model.timed_from()
+        result["switch_window_s"] = getattr(model, "switch_window_s", None)
     if task == "digits":
         device = "cuda" if gpu else "cpu"
         model.eval().to(device)
