@@ -2,7 +2,10 @@
 on 2 CPU processes by Trainer(strategy=...) (Lightning starts the second
 process itself by re-running this script). Saves a checkpoint, writes each
 rank's weights to OUT.rank<r>.json, then (with --resume) loads the
-checkpoint and trains further. --fused: BaguaStrategy(fused_optimizer=True)."""
+checkpoint and trains further. --fused: BaguaStrategy(fused_optimizer=True).
+Several --strategy values train one after the other in the same two
+processes (one Trainer each, as a user's script may; the launch and imports
+are paid once), each writing OUT_<strategy>.rank<r>.json."""
 import argparse
 import json
 
@@ -81,7 +84,7 @@ def loader():
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--strategy", default="bagua")
+    p.add_argument("--strategy", nargs="+", default=["bagua"])
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--out", required=True)
     p.add_argument("--resume", action="store_true")
@@ -89,9 +92,21 @@ def main():
     p.add_argument("--fused", action="store_true", help="BaguaStrategy(fused_optimizer=True)")
     p.add_argument("--options", default="{}", help="the algorithm's options, as JSON")
     args = p.parse_args()
+    for strategy in args.strategy:
+        out = args.out if len(args.strategy) == 1 else f"{args.out}_{label(strategy)}"
+        train(args, strategy, out)
 
+
+def label(strategy):
+    """A file-name form of a strategy name: "bagua:qadam" -> "bagua_qadam"."""
+    return strategy.replace(":", "_").replace("+", "_")
+
+
+def train(args, strategy, out):
+    """One strategy: fit, checkpoint, results to OUT.rank<r>.json (and with
+    --resume a second Trainer continues from the checkpoint)."""
     def make_strategy():  # a strategy object serves one Trainer
-        name = args.strategy
+        name = strategy
         options = json.loads(args.options)
         if args.fused:
             options["fused_optimizer"] = True
@@ -110,12 +125,12 @@ def main():
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy=make_strategy(),
                         max_steps=args.steps,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=args.out + ".root")
+                        enable_model_summary=False, default_root_dir=out + ".root")
     model = ManualDigits() if args.manual else Digits()
-    model.checkpoint_path = args.out + ".ckpt"
+    model.checkpoint_path = out + ".ckpt"
     trainer.fit(model, loader())
     if args.manual:
-        trainer.save_checkpoint(args.out + ".ckpt")
+        trainer.save_checkpoint(out + ".ckpt")
     with torch.no_grad():
         d = load_digits()
         x = torch.tensor(d.data, dtype=torch.float32) / 16.0
@@ -134,14 +149,14 @@ def main():
         trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=make_strategy(),
                              max_steps=args.steps + 10, logger=False, enable_checkpointing=False,
                              enable_progress_bar=False, enable_model_summary=False,
-                             default_root_dir=args.out + ".root")
+                             default_root_dir=out + ".root")
         resumed = Digits()
-        trainer2.fit(resumed, loader(), ckpt_path=args.out + ".ckpt")
+        trainer2.fit(resumed, loader(), ckpt_path=out + ".ckpt")
         result["resumed_step"] = trainer2.global_step
         result["resumed_weights"] = torch.cat([p.detach().flatten()
                                                for p in resumed.parameters()]).tolist()
         result["resumed_local_steps"] = resumed.local_steps
-    with open(f"{args.out}.rank{trainer.global_rank}.json", "w") as f:
+    with open(f"{out}.rank{trainer.global_rank}.json", "w") as f:
         json.dump(result, f)
 
 

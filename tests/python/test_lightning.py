@@ -10,20 +10,39 @@ import pytest
 from conftest import HERE, load_ranks
 
 
-def run_lightning(outdir, strategy, extra=()):
-    prefix = os.path.join(outdir, strategy.replace(":", "_"))
+def launch(outdir, strategies, extra=()):
+    """lightning_job.py on 2 CPU processes, training STRATEGIES one after the
+    other; returns the run and each strategy's output prefix."""
+    out = os.path.join(outdir, "job")
     env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
     run = subprocess.run([sys.executable, os.path.join(HERE, "lightning_job.py"), "--strategy",
-                          strategy, "--out", prefix, *extra],
+                          *strategies, "--out", out, *extra],
                          capture_output=True, text=True, timeout=600, env=env, cwd=outdir)
-    return run, prefix
+    if len(strategies) == 1:
+        return run, {strategies[0]: out}
+    return run, {s: f"{out}_{s.replace(':', '_').replace('+', '_')}" for s in strategies}
 
 
-@pytest.mark.parametrize("strategy", ["bagua", "bagua:bytegrad+autotune", "bagua:qadam",
-                                      "bagua:decentralized", "bagua:low_precision_decentralized",
-                                      "bagua:async"])
-def test_lightning_trains_with_bagua(outdir, strategy):
-    run, prefix = run_lightning(outdir, strategy)
+def run_lightning(outdir, strategy, extra=()):
+    run, prefixes = launch(outdir, [strategy], extra)
+    return run, prefixes[strategy]
+
+
+TRAINED = ["bagua", "bagua:bytegrad+autotune", "bagua:qadam", "bagua:decentralized",
+           "bagua:low_precision_decentralized", "bagua:async"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Every strategy of TRAINED in one launch (a Trainer each, in turn: the
+    launch and imports, most of a run's 20 s, are paid once)."""
+    return launch(str(tmp_path_factory.mktemp("lightning")), TRAINED)
+
+
+@pytest.mark.parametrize("strategy", TRAINED)
+def test_lightning_trains_with_bagua(trained, strategy):
+    run, prefixes = trained
+    prefix = prefixes[strategy]
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = load_ranks(prefix, 2)
     assert ranks[0]["strategy"] == "BaguaStrategy"
