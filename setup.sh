@@ -178,9 +178,12 @@ case "$cmd" in
     (cd /tmp && "$venv/bin/python" -m bagua.info --no-nccl-check)
     # The suites that run CPU collectives under every algorithm (the rest do
     # not depend on where collectives run and run in python-test, which also
-    # runs every primitive on torch's Gloo: test_install.py).
+    # runs every primitive on torch's Gloo: test_install.py). Left to
+    # python-test (-k): the real-torchrun run, the 1000-cycle leak test and the
+    # 4-rank variants, about 60 s of these suites' 165 s; 2 and 3 ranks stay.
     [ $# -gt 0 ] || set -- test_install.py test_torch_api.py test_weight_algorithms.py \
-      test_local_updates.py
+      test_local_updates.py -k "not single_process_full_batch and not 1000_abort_resume \
+        and not reference[4] and not four_processes"
     rc=0
     BAGUA_EXPECT_BUILD=cpu-torch-gloo run_pytest "$venv" "$@" || rc=$?
     rm -rf "$(dirname "$venv")"
