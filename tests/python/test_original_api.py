@@ -28,23 +28,33 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def mnist(outdir, algorithm, nproc=2, epochs=4):
+def example(args, real_launcher=False):
+    """The example on 2 ranks: under `python -m bagua.distributed.launch`
+    (REAL_LAUNCHER), or forked with the same environment (fork_launch.py: half
+    the CPU time; the launcher itself is tested in test_launch.py and by the
+    examples that use it here)."""
+    if real_launcher:
+        return launch(EXAMPLE, 2, args)
+    return run_ranks(EXAMPLE, 2, args, timeout=600)
+
+
+def mnist(outdir, algorithm, epochs=4, real_launcher=False):
     prefix = os.path.join(outdir, algorithm)
-    run = launch(EXAMPLE, nproc, ["--algorithm", algorithm, "--epochs", str(epochs),
-                                  "--set-deterministic", "--out", prefix])
+    run = example(["--algorithm", algorithm, "--epochs", str(epochs), "--set-deterministic",
+                   "--out", prefix], real_launcher)
     assert run.returncode == 0, run.stderr[-4000:]
-    return load_ranks(prefix, nproc)
+    return load_ranks(prefix, 2)
 
 
 @pytest.fixture(scope="module")
 def ddp_accuracy(tmp_path_factory):
-    ranks = mnist(str(tmp_path_factory.mktemp("ddp")), "ddp")
+    ranks = mnist(str(tmp_path_factory.mktemp("ddp")), "ddp", real_launcher=True)
     return ranks[0]["accuracy"]
 
 
 @pytest.mark.parametrize("algorithm", ["gradient_allreduce", "bytegrad"])
 def test_mnist_example_runs_unchanged(outdir, algorithm, ddp_accuracy):
-    ranks = mnist(outdir, algorithm)
+    ranks = mnist(outdir, algorithm, real_launcher=True)
     assert ranks[0]["weights"] == ranks[1]["weights"], "ranks disagree on the weights"
     assert ranks[0]["accuracy"] > 0.8
     assert abs(ranks[0]["accuracy"] - ddp_accuracy) <= 0.02, (ranks[0]["accuracy"], ddp_accuracy)
@@ -54,8 +64,8 @@ def test_mnist_example_with_qadam(outdir):
     # QAdam is Adam: the example's lr (1.0, Adadelta's) is passed as Adam's,
     # so it is run with an Adam learning rate, as a Bagua user would.
     prefix = os.path.join(outdir, "qadam")
-    run = launch(EXAMPLE, 2, ["--algorithm", "qadam", "--epochs", "6", "--lr", "0.003",
-                              "--set-deterministic", "--out", prefix])
+    run = example(["--algorithm", "qadam", "--epochs", "6", "--lr", "0.003",
+                   "--set-deterministic", "--out", prefix])
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = load_ranks(prefix, 2)
     assert ranks[0]["weights"] == ranks[1]["weights"]
@@ -73,8 +83,8 @@ def test_mnist_example_with_the_weight_algorithms(outdir, algorithm):
     """The example's async path calls bagua_algorithm.resume(model) and
     abort(model) around every epoch, as the original's did."""
     prefix = os.path.join(outdir, algorithm)
-    run = launch(EXAMPLE, 2, ["--algorithm", algorithm, "--epochs", "4", "--async-sync-interval",
-                              "20", "--set-deterministic", "--out", prefix])
+    run = example(["--algorithm", algorithm, "--epochs", "4", "--async-sync-interval", "20",
+                   "--set-deterministic", "--out", prefix])
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = load_ranks(prefix, 2)
     assert ranks[0]["accuracy"] > 0.8, ranks[0]["accuracy"]
