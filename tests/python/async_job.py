@@ -8,6 +8,8 @@ dead       rank 1 exits mid-training: the others' next steps raise, and the
            time from its death to the error is recorded.
 reshape    a parameter replaced by one of another shape after the averaging
            started: the next forward raises a clear error.
+--device cuda: each rank on its local rank's GPU (NCCL; used with identical:
+the averaging thread must act on its rank's GPU, not on GPU 0).
 Writes OUT.rank<r>.json."""
 import argparse
 import json
@@ -18,6 +20,9 @@ import torch
 
 import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import async_model_average as am
+from job_device import job_device
+
+DEVICE = torch.device("cpu")
 
 
 def model():
@@ -26,7 +31,7 @@ def model():
 
 
 def step(net, opt, rank):
-    x, y = torch.randn(8, 16) + rank, torch.randint(0, 4, (8,))
+    x, y = (torch.randn(8, 16) + rank).to(DEVICE), torch.randint(0, 4, (8,)).to(DEVICE)
     opt.zero_grad()
     torch.nn.functional.cross_entropy(net(x), y).backward()
     opt.step()
@@ -44,7 +49,7 @@ def usage():
 
 
 def setup(interval_ms=5, warmup=2):
-    net = model()
+    net = model().to(DEVICE)
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     net.with_bagua([opt], am.AsyncModelAverageAlgorithm(sync_interval_ms=interval_ms,
                                                          warmup_steps=warmup))
@@ -56,7 +61,10 @@ def main():
     p.add_argument("--case", required=True)
     p.add_argument("--cycles", type=int, default=1000)
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cpu")
     args = p.parse_args()
+    global DEVICE
+    DEVICE = job_device(args.device)
     bagua.init_process_group()
     rank, world = bagua.get_rank(), bagua.get_world_size()
     out = {"rank": rank}

@@ -8,6 +8,12 @@ import pytest
 from conftest import load_ranks, run_ranks
 
 
+def _gpus():
+    import torch
+
+    return torch.cuda.device_count()
+
+
 def job(outdir, script, nproc, case, *extra, timeout=300):
     prefix = os.path.join(outdir, case)
     result = run_ranks(script, nproc, ["--case", case, "--out", prefix, *extra], timeout=timeout)
@@ -26,6 +32,17 @@ def test_low_precision_decentralized_matches_the_reference(outdir, nproc):
 
 def test_async_abort_leaves_identical_weights(outdir):
     for r in load_ranks(job(outdir, "async_job.py", 3, "identical"), 3):
+        assert r["identical"], "ranks differ after abort()"
+        assert r["averages"] > 0
+
+
+@pytest.mark.skipif(_gpus() < 2, reason="needs 2 GPUs (one process per GPU)")
+def test_async_with_one_gpu_per_rank(outdir):
+    """The averaging runs on a runtime thread whose current device is GPU 0;
+    on rank 1 it must still record and wait on GPU 1's stream (it failed with
+    "invalid resource handle" until the communicator's device was made
+    current on every call: issue 26's bug 3)."""
+    for r in load_ranks(job(outdir, "async_job.py", 2, "identical", "--device", "cuda"), 2):
         assert r["identical"], "ranks differ after abort()"
         assert r["averages"] > 0
 
