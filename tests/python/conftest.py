@@ -60,7 +60,10 @@ class ForkServer:
             request = {"argv": argv, "env": env, "cwd": os.getcwd(), "stdout": out, "stderr": err}
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
-            pid = self._reply(time.monotonic() + 60)["pid"]
+            started = self._reply(time.monotonic() + 60)
+            if started is None:
+                raise RuntimeError("the fork server did not start the launch within 60 s")
+            pid = self.last_pid = started["pid"]
             reply = self._reply(time.monotonic() + timeout)
             if reply is None:  # the launch and its ranks: one process group
                 os.killpg(pid, signal.SIGKILL)

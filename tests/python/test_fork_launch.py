@@ -1,10 +1,15 @@
-"""fork_launch.py, the launcher of the Python suites' rank jobs: the ranks get
-torchrun's environment and meet, and a failing rank fails the launch with its
-exit code and ends the others (a launcher that hid a failure would let every
-suite using it pass)."""
+"""fork_launch.py, the launcher of the Python suites' rank jobs, run by the
+session's fork server: the ranks get torchrun's environment and meet, a
+failing rank fails the launch with its exit code and ends the others (a
+launcher that hid a failure would let every suite using it pass), and a launch
+past its timeout is killed whole."""
 import os
+import subprocess
 import time
 
+import pytest
+
+import conftest
 from conftest import load_ranks, run_ranks
 from launch_support import WORKER
 
@@ -32,3 +37,25 @@ def test_a_failing_rank_fails_the_launch_and_ends_the_others(outdir):
     assert "rank 1 exited with 7; ending the others" in run.stderr
     assert time.monotonic() - start < 40, "rank 0 was not ended"
     assert not os.path.exists(f"{prefix}.rank0.json")
+
+
+def test_a_launch_past_its_timeout_is_killed_with_its_ranks(outdir):
+    prefix = os.path.join(outdir, "w")
+    # Rank 1 exits 0 at once; rank 0 waits for it in the allreduce (60 s).
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_ranks(WORKER, 2, ["--out", prefix, "--allreduce", "--exit-rank", "1",
+                              "--exit-code", "0"], timeout=8)
+    group = conftest._server.last_pid
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":  # pgrp, not a zombie
+            left.append(pid)
+    assert not left, f"processes of the killed launch still run: {left}"
+    # The server goes on serving.
+    run = run_ranks(WORKER, 2, ["--out", prefix + "2"], timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
