@@ -155,7 +155,10 @@ case "$cmd" in
     # net_layers (191 of 909 cases; 38 s of test time, kernels_unit 37 s of
     # it); and then not built here either (meson test builds what the chosen
     # tests need): a cold build of 160 s instead of 211 s on 2 CPUs, and the
-    # whole of ./setup.sh tsan 538 s instead of about 600 s in CI.
+    # whole of ./setup.sh tsan 538 s instead of about 600 s in CI. The suite
+    # also runs one configuration of each threading shape, not every one (9
+    # transfer/zero-copy variants, about 350 s of TSan test time, run in the
+    # plain and ASan builds only: tests/meson.build).
     setup_dir build-tsan -Db_sanitize=thread -Db_lundef=false "${SANITIZER_OPTS[@]}"
     TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp" \
       run_tests build-tsan --suite threads "$@"
