@@ -80,6 +80,18 @@ class ForkServer:
 _server = None
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """End of input ends the fork server; it is waited for."""
+    if _server is not None and _server.proc.poll() is None:
+        _server.proc.stdin.close()
+        try:
+            _server.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            _server.proc.kill()
+            _server.proc.wait()
+        _server.proc.stdout.close()
+
+
 def _fork_server():
     global _server
     if _server is None or _server.proc.poll() is not None:
