@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from conftest import HERE, load_ranks
+from lightning_job import label
 
 
 def launch(outdir, strategies, extra=()):
@@ -20,7 +21,7 @@ def launch(outdir, strategies, extra=()):
                          capture_output=True, text=True, timeout=600, env=env, cwd=outdir)
     if len(strategies) == 1:
         return run, {strategies[0]: out}
-    return run, {s: f"{out}_{s.replace(':', '_').replace('+', '_')}" for s in strategies}
+    return run, {s: f"{out}_{label(s)}" for s in strategies}
 
 
 def run_lightning(outdir, strategy, extra=()):

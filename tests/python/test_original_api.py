@@ -9,23 +9,16 @@ import sys
 import pytest
 
 from conftest import HERE, load_ranks, run_ranks
+from launch_support import free_port
 
 EXAMPLE = os.path.join(HERE, "..", "..", "python", "examples", "mnist_digits.py")
 
 
 def launch(script, nproc, args, timeout=600):
     cmd = [sys.executable, "-m", "bagua.distributed.launch", f"--nproc_per_node={nproc}",
-           "--master_port", str(_free_port()), script] + list(args)
+           "--master_port", str(free_port()), script] + list(args)
     env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def example(args, real_launcher=False):
