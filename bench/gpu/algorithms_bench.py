@@ -169,19 +169,30 @@ def run_config(name, args, device, data):
     background = engine is not None and hasattr(engine.bagua_algorithm, "abort")
     if not background:
         dist.barrier()  # (while async rounds run, no other NCCL collective: docs/algorithms.md)
+    long = name in LONG
+    if long:  # one whole sync period first: every fragment exchanged once, connections made
+        warmup = max(warmup, args.long_warmup)
     for i in range(warmup):
         step(i)
-    sync()
+    # The clock runs from the end of the compute stream's warm-up to the end of its last
+    # timed step: an exchange still in flight on a communication stream at either end (a
+    # DiLoCo fragment's, applied tau steps later) is steady state, not this window's cost.
+    # `drained` also waits for everything in flight at the end (every stream).
+    stream_sync = torch.cuda.current_stream().synchronize if device.type == "cuda" else \
+        (lambda: None)
+    stream_sync()
     averages = lambda: getattr(engine.bagua_algorithm, "averages", 0) if engine else 0  # noqa
     averages_before = averages()
     sent_before = engine.bytes_sent if engine is not None else plsgd_step(opt)
     start = time.perf_counter()
-    timed = args.long_steps if name in LONG else \
+    timed = args.long_steps if long else \
         args.slow_steps if name.split("_")[0] in SLOW else args.steps
     for i in range(timed):
         loss = step(i)
-    sync()
+    stream_sync()
     seconds = time.perf_counter() - start
+    sync()
+    drained = time.perf_counter() - start
     averaged = averages() - averages_before
     if background:
         engine.bagua_algorithm.abort()  # before any other collective
@@ -189,7 +200,7 @@ def run_config(name, args, device, data):
     if runtime is not None and hasattr(runtime, "flush"):
         runtime.flush()  # DiLoCo: nothing in flight on its NCCL stream during torch's collectives
     sent = bytes_per_step(name, model, engine, opt, sent_before, timed, dist.get_world_size())
-    rate = torch.tensor([timed / seconds], device=device)
+    rate = torch.tensor([timed / seconds, timed / drained], device=device)
     dist.all_reduce(rate, op=dist.ReduceOp.MIN)  # the job moves at its slowest rank
     finite = bool(torch.isfinite(loss).item())
     if engine is not None:
@@ -197,7 +208,7 @@ def run_config(name, args, device, data):
     del called, model, opt
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return float(rate.item()), finite, averaged / seconds, sent
+    return float(rate[0].item()), finite, averaged / seconds, sent, float(rate[1].item())
 
 
 def plsgd_step(opt):
@@ -235,6 +246,9 @@ def main():
     p.add_argument("--slow-steps", type=int, default=20,
                    help="timed steps of ddp*, ga* and bytegrad* (fewer on a 1 Gbit/s link)")
     p.add_argument("--diloco-sync-every", type=int, default=50)
+    p.add_argument("--long-warmup", type=int, default=50,
+                   help="untimed steps before the --long-steps ones (at least --warmup; default "
+                        "one sync period of DiLoCo/local SGD at --diloco-sync-every 50)")
     p.add_argument("--diloco-fragments", type=int, default=3)
     p.add_argument("--diloco-overlap-steps", type=int, default=0, help="0: automatic")
     p.add_argument("--diloco-compression", default="fp4")
@@ -243,24 +257,27 @@ def main():
     device, rank, data = start(args)
     names = args.configs.split(",")
     results = {n: [] for n in names}
+    drained_rates = {n: [] for n in names}
     averages_per_s = {n: [] for n in names}
     sent_per_step = {n: [] for n in names}
     finite = {n: True for n in names}
     for r in range(args.rounds):
         order = names if r % 2 == 0 else list(reversed(names))
         for name in order:
-            rate, ok, avg_rate, sent = run_config(name, args, device, data)
+            rate, ok, avg_rate, sent, drained = run_config(name, args, device, data)
             results[name].append(rate)
+            drained_rates[name].append(drained)
             averages_per_s[name].append(avg_rate)
             sent_per_step[name].append(sent)
             finite[name] = finite[name] and ok
             if rank == 0:
                 extra = f" ({avg_rate:.1f} averages/s)" if avg_rate else ""
-                print(f"round {r} {name}: {rate:.2f} steps/s, {sent / 1e6:.3f} MB sent per "
-                      f"rank per step{extra}", flush=True)
+                print(f"round {r} {name}: {rate:.2f} steps/s ({drained:.2f} drained), "
+                      f"{sent / 1e6:.3f} MB sent per rank per step{extra}", flush=True)
     if rank == 0:
         with open(args.out, "w") as f:
-            json.dump({"steps_per_s": results, "averages_per_s": averages_per_s,
+            json.dump({"steps_per_s": results, "drained_steps_per_s": drained_rates,
+                       "averages_per_s": averages_per_s,
                        "bytes_per_step": sent_per_step,
                        "finite_loss": finite, "world": dist.get_world_size(),
                        "rate_limit_mbps": os.environ.get("BAGUA_NET_RATE_LIMIT_MBPS", ""),

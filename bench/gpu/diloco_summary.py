@@ -1,7 +1,8 @@
 """Issue 30's table from algorithms_bench.py results (run_api_gpu.sh's
 `diloco` step): per link (the JSON's rate limit) and configuration the
-median steps/s over the rounds, the min-max range, and the bytes each rank
-sent per step; then the targets' ratios, measured in the same run:
+median steps/s over the rounds, the min-max range, the median with the
+drain of what is in flight at the end counted (algorithms_bench.py), and
+the bytes each rank sent per step; then the targets' ratios, measured in the same run:
 DiLoCo >= 0.9x no communication, >= 10x gradient allreduce, >= 3x ByteGrad,
 its bytes per step <= 1/100 of gradient allreduce's, local SGD >= 1.0x
 torch's post-local SGD.
@@ -39,7 +40,9 @@ def summarize(result):
     rows = {}
     for name, rates in result["steps_per_s"].items():
         sent = result.get("bytes_per_step", {}).get(name, [])
+        drained = result.get("drained_steps_per_s", {}).get(name, [])
         rows[name] = {"steps": statistics.median(rates), "lo": min(rates), "hi": max(rates),
+                      "drained": statistics.median(drained) if drained else float("nan"),
                       "bytes": statistics.median(sent) if sent else float("nan")}
     return rows
 
@@ -54,11 +57,12 @@ def main(paths):
         names = {k: v.format(h=args.get("diloco_sync_every"), f=args.get("diloco_fragments"),
                              c=args.get("diloco_compression")) for k, v in NAMES.items()}
         print(f"\n### {link(result)} ({result['world']} ranks, {rounds} rounds)\n")
-        print("| configuration | steps/s (median, range) | MB sent per rank per step |")
-        print("|---|---|---|")
+        print("| configuration | steps/s (median, range) | drained | MB sent per rank per step |")
+        print("|---|---|---|---|")
         for name, row in rows.items():
             print(f"| {names.get(name, name)} | {row['steps']:.2f} "
-                  f"({row['lo']:.2f}-{row['hi']:.2f}) | {row['bytes'] / 1e6:.3f} |")
+                  f"({row['lo']:.2f}-{row['hi']:.2f}) | {row['drained']:.2f} | "
+                  f"{row['bytes'] / 1e6:.3f} |")
         print("\n| target | measured | bound | met |")
         print("|---|---|---|---|")
         for what, a, b, field, bound, at_least in TARGETS:

@@ -93,7 +93,9 @@ NB_MODULE(_C, m) {
                   "bagua.torch_api._torch_gloo.TorchGlooBackend).")
       .def_static("nccl", &bagua::python::ProcessGroup::nccl, "store"_a, "rank"_a, "size"_a,
                   "device"_a, "prefix"_a = "bagua/nccl", "timeout_s"_a = 300.0,
-                  nb::keep_alive<0, 1>(), "A CUDA process group over NCCL.")
+                  "background"_a = false, nb::keep_alive<0, 1>(),
+                  "A CUDA process group over NCCL (background: few SMs for exchanges that run "
+                  "beside training; runtime/comm/nccl_communicator.h).")
       .def_prop_ro("rank", &bagua::python::ProcessGroup::rank)
       .def_prop_ro("size", &bagua::python::ProcessGroup::size)
       .def_prop_ro("device", &bagua::python::ProcessGroup::deviceName)

@@ -87,11 +87,13 @@ std::shared_ptr<ProcessGroup> ProcessGroup::gloo(Store& store, int rank, int siz
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::nccl(Store& store, int rank, int size, int device,
-                                                 const std::string& prefix, double timeoutS) {
+                                                 const std::string& prefix, double timeoutS,
+                                                 bool background) {
 #if BAGUA_PYTHON_HAVE_NCCL
   NcclCommunicator::Options o;
   o.prefix = prefix;
   o.timeout = timeoutFromSeconds(timeoutS);
+  o.background = background;
   auto group = std::make_shared<ProcessGroup>();
   auto comm = std::make_shared<NcclCommunicator>(store, rank, size, device, o);
   group->ops_ = std::make_shared<CudaOps>(*comm);
@@ -99,7 +101,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::nccl(Store& store, int rank, int siz
   group->timeout_ = o.timeout;
   return group;
 #else
-  (void)store, (void)rank, (void)size, (void)device, (void)prefix, (void)timeoutS;
+  (void)store, (void)rank, (void)size, (void)device, (void)prefix, (void)timeoutS,
+      (void)background;
   BAGUA_THROW(InvalidArgument,
               "this build of bagua has no NCCL support (CUDA tensors); it was "
               "built without CUDA/NCCL");

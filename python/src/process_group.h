@@ -48,7 +48,8 @@ class ProcessGroup {
                                             const std::string& prefix, const std::string& iface,
                                             double timeoutS);
   static std::shared_ptr<ProcessGroup> nccl(Store& store, int rank, int size, int device,
-                                            const std::string& prefix, double timeoutS);
+                                            const std::string& prefix, double timeoutS,
+                                            bool background = false);
   // A group over a communicator made elsewhere (torch_communicator.h).
   static std::shared_ptr<ProcessGroup> fromParts(std::shared_ptr<Communicator> comm,
                                                  std::shared_ptr<DeviceOps> ops,

@@ -1,5 +1,6 @@
 // NcclCommunicator's collectives: NCCL's own where it has them (allreduce,
-// reduce, reduce-scatter, allgather), grouped ncclSend/ncclRecv for gather,
+// reduce, reduce-scatter, allgather; a background communicator's allgather is
+// point to point), grouped ncclSend/ncclRecv for gather,
 // scatter, alltoall and alltoallv, and for the bitwise ops (which NCCL lacks)
 // a collection of every rank's slice followed by kernels::reduceSlices.
 // Everything is enqueued on the communicator's stream.
@@ -110,7 +111,11 @@ std::shared_ptr<Work> NcclCommunicator::reduceScatter(const void* in, void* out,
 
 std::shared_ptr<Work> NcclCommunicator::allgather(const void* in, void* out, size_t bytesPerRank) {
   checkUsable("allgather");
-  BAGUA_NCCL_CHECK(ncclAllGather(in, out, bytesPerRank, ncclUint8, comm_, stream_));
+  if (options_.background) {
+    enqueueAllgatherP2p(in, out, bytesPerRank);
+  } else {
+    BAGUA_NCCL_CHECK(ncclAllGather(in, out, bytesPerRank, ncclUint8, comm_, stream_));
+  }
   return record(describeBytes("allgather", bytesPerRank));
 }
 
@@ -204,6 +209,24 @@ void NcclCommunicator::enqueueGather(const void* in, void* out, size_t bytesPerR
         ncclRecv(bytesAt(out, bytesPerRank * r), bytesPerRank, ncclUint8, r, comm_, stream_));
   }
   if (rank_ != root) BAGUA_NCCL_CHECK(ncclSend(in, bytesPerRank, ncclUint8, root, comm_, stream_));
+  BAGUA_NCCL_CHECK(ncclGroupEnd());
+}
+
+// Every rank sends its block to every other: the bytes of a ring allgather,
+// on the point-to-point channels (one per peer on a background communicator).
+void NcclCommunicator::enqueueAllgatherP2p(const void* in, void* out, size_t bytesPerRank) {
+  if (bytesPerRank == 0) return;
+  uint8_t* own = bytesAt(out, bytesPerRank * static_cast<size_t>(rank_));
+  if (own != in) {
+    BAGUA_CUDA_CHECK(cudaMemcpyAsync(own, in, bytesPerRank, cudaMemcpyDeviceToDevice, stream_));
+  }
+  BAGUA_NCCL_CHECK(ncclGroupStart());
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    BAGUA_NCCL_CHECK(ncclSend(in, bytesPerRank, ncclUint8, peer, comm_, stream_));
+    BAGUA_NCCL_CHECK(ncclRecv(bytesAt(out, bytesPerRank * static_cast<size_t>(peer)),
+                              bytesPerRank, ncclUint8, peer, comm_, stream_));
+  }
   BAGUA_NCCL_CHECK(ncclGroupEnd());
 }
 

@@ -98,11 +98,18 @@ NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device,
     BAGUA_ENFORCE(bytes.size() == sizeof(id), "NCCL unique id in the store has the wrong size");
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
-  BAGUA_NCCL_CHECK(ncclCommInitRank(&comm_, size, id, rank));
+  if (options_.background) {
+    ncclConfig_t config;
+    config.nChannelsPerNetPeer = 1;
+    BAGUA_NCCL_CHECK(ncclCommInitRankConfig(&comm_, size, id, rank, &config));
+  } else {
+    BAGUA_NCCL_CHECK(ncclCommInitRank(&comm_, size, id, rank));
+  }
   int lowest = 0;
   int highest = 0;
   BAGUA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
-  BAGUA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, highest));
+  BAGUA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
+                                                options_.background ? lowest : highest));
   BAGUA_CUDA_CHECK(cudaMalloc(&scratch_, sizeof(float)));
   std::lock_guard<std::mutex> lock(live().mutex);
   live().list.push_back(this);

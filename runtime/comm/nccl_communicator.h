@@ -1,4 +1,5 @@
-// Communicator over NCCL for CUDA buffers, on its own high-priority stream.
+// Communicator over NCCL for CUDA buffers, on its own high-priority stream
+// (a background one: lowest priority, few channels; Options::background).
 //
 // Rank 0 creates the NCCL unique id and publishes it in the store; every
 // rank joins with ncclCommInitRank on its device. Operations are enqueued on
@@ -49,6 +50,15 @@ class NcclCommunicator final : public Communicator {
   struct Options {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     std::string prefix = "nccl";  // store key prefix for the unique id
+    // For exchanges that run beside training for many steps (DiLoCo's
+    // outer gradients over a slow link): NCCL's kernel keeps a thread block
+    // per channel resident, polling, for as long as the link takes, and
+    // those SMs are taken from the training kernels. A background
+    // communicator holds few: one channel per network peer
+    // (ncclConfig_t.nChannelsPerNetPeer, NCCL >= 2.28), allgather as
+    // point-to-point sends (so Bagua-Net's tuner, which gives collectives
+    // up to 16 channels, does not apply), and the lowest stream priority.
+    bool background = false;
   };
 
   // Joins rank `rank` of `size` on CUDA device `device`; every rank calls it.
@@ -60,6 +70,7 @@ class NcclCommunicator final : public Communicator {
   Device device() const override { return Device::kCuda; }
   int cudaDevice() const { return device_; }
   cudaStream_t stream() const { return stream_; }
+  bool background() const { return options_.background; }
 
   std::shared_ptr<Work> allreduce(void* data, size_t count, DType dtype, ReduceOp op) override;
   std::shared_ptr<Work> reduce(const void* in, void* out, size_t count, DType dtype, ReduceOp op,
@@ -102,6 +113,7 @@ class NcclCommunicator final : public Communicator {
   // Stream steps without a Work, shared by the collectives.
   void enqueueGather(const void* in, void* out, size_t bytesPerRank, int root);
   void enqueueAlltoall(const void* in, void* out, size_t bytesPerRank);
+  void enqueueAllgatherP2p(const void* in, void* out, size_t bytesPerRank);
   // Collects `count` elements from every rank (`how`) into scratch memory
   // and reduces the slices with the bitwise `op` into `out` (the root's
   // only, for kGatherToRoot).

@@ -54,6 +54,34 @@ typedef enum {
   ncclBfloat16 = 9,  // NCCL >= 2.10
 } ncclDataType_t;
 
+// ncclConfig_t as NCCL 2.28 lays it out (nccl.h: ncclConfig_v22800). NCCL
+// reads a config by its `version` field, so this layout is only handed to
+// NCCL >= 2.28 (ncclCommInitRankConfig below says so); fields left at
+// kNcclConfigUndefInt / nullptr keep NCCL's defaults (and its environment
+// variables, which override a config).
+constexpr int kNcclConfigUndefInt = -2147483647 - 1;  // NCCL_CONFIG_UNDEF_INT: INT_MIN
+constexpr unsigned int kNcclConfigMagic = 0xcafebeef;
+constexpr int kNcclConfigVersion = 22800;
+typedef struct {
+  size_t size = sizeof(*this);
+  unsigned int magic = kNcclConfigMagic;
+  unsigned int version = kNcclConfigVersion;
+  int blocking = kNcclConfigUndefInt;
+  int cgaClusterSize = kNcclConfigUndefInt;
+  int minCTAs = kNcclConfigUndefInt;
+  int maxCTAs = kNcclConfigUndefInt;
+  const char* netName = nullptr;
+  int splitShare = kNcclConfigUndefInt;
+  int trafficClass = kNcclConfigUndefInt;
+  const char* commName = nullptr;
+  int collnetEnable = kNcclConfigUndefInt;
+  int CTAPolicy = kNcclConfigUndefInt;
+  int shrinkShare = kNcclConfigUndefInt;
+  int nvlsCTAs = kNcclConfigUndefInt;
+  int nChannelsPerNetPeer = kNcclConfigUndefInt;
+  int nvlinkCentricSched = kNcclConfigUndefInt;
+} ncclConfig_t;
+
 // Where the functions came from (nccl_library.cc).
 struct NcclLibraryInfo {
   std::string path;     // the library file, as the dynamic loader names it
@@ -69,6 +97,10 @@ const NcclLibraryInfo& ncclLibrary();
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+// With an NCCL older than 2.28 (whose config has fewer fields) the config is
+// not passed: this is ncclCommInitRank.
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 const char* ncclGetErrorString(ncclResult_t result);

@@ -27,6 +27,7 @@ struct NcclFunctions {
   decltype(&ncclGetVersion) getVersion;
   decltype(&ncclGetUniqueId) getUniqueId;
   decltype(&ncclCommInitRank) commInitRank;
+  decltype(&ncclCommInitRankConfig) commInitRankConfig;  // null before NCCL 2.14
   decltype(&ncclCommDestroy) commDestroy;
   decltype(&ncclCommAbort) commAbort;
   decltype(&ncclGetErrorString) getErrorString;
@@ -75,6 +76,8 @@ void bindAll(void* handle, NcclFunctions& f, const std::string& from) {
   bind(handle, "ncclGetVersion", f.getVersion, from);
   bind(handle, "ncclGetUniqueId", f.getUniqueId, from);
   bind(handle, "ncclCommInitRank", f.commInitRank, from);
+  f.commInitRankConfig =
+      reinterpret_cast<decltype(f.commInitRankConfig)>(dlsym(handle, "ncclCommInitRankConfig"));
   bind(handle, "ncclCommDestroy", f.commDestroy, from);
   bind(handle, "ncclCommAbort", f.commAbort, from);
   bind(handle, "ncclGetErrorString", f.getErrorString, from);
@@ -155,6 +158,13 @@ ncclResult_t ncclGetVersion(int* version) { return fns().getVersion(version); }
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) { return fns().getUniqueId(uniqueId); }
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   return fns().commInitRank(comm, nranks, commId, rank);
+}
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  if (fns().commInitRankConfig == nullptr || ncclLibrary().version < kNcclConfigVersion) {
+    return fns().commInitRank(comm, nranks, commId, rank);
+  }
+  return fns().commInitRankConfig(comm, nranks, commId, rank, config);
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return fns().commDestroy(comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return fns().commAbort(comm); }

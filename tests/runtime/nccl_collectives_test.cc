@@ -1,12 +1,13 @@
 // GPU suite: NcclCommunicator's reductions for every dtype x op (allreduce,
 // reduce at every root, reduceScatter; the bitwise ops through the slice
-// kernel), gather, scatter, alltoallv, zero-size operations and argument
-// errors, on 1 and 2 ranks, one forked rank per GPU (the parent never touches
+// kernel), gather, scatter, alltoallv, a background communicator's
+// collectives, zero-size operations and argument errors, on 1 and 2 ranks, one forked rank per GPU (the parent never touches
 // CUDA). Inputs are small integers: results are exact. Skips when there are
 // fewer GPUs than ranks.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -59,12 +60,14 @@ class DeviceBytes {
   size_t bytes_;
 };
 
-std::unique_ptr<NcclCommunicator> join(int rank, int size, Store& store) {
+std::unique_ptr<NcclCommunicator> join(int rank, int size, Store& store,
+                                       bool background = false) {
   int ndev = 0;
   cudaCheck(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
   cudaCheck(cudaSetDevice(rank % ndev), "cudaSetDevice");
   NcclCommunicator::Options o;
   o.timeout = 60s;
+  o.background = background;
   return std::make_unique<NcclCommunicator>(store, rank, size, rank % ndev, o);
 }
 
@@ -169,6 +172,61 @@ TEST_P(NcclCollectives, GatherScatterAndAlltoallv) {
             check(got[recvOffsets[j] + k] == pattern(j, rank, k), "alltoallv");
           }
         }
+        return 0;
+      },
+      300s);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// A background communicator (few channels, allgather point to point) gives
+// the same bytes as the default one: allgather out of place and in place
+// (the rank's block already in the output), alltoall, and a sum.
+TEST_P(NcclCollectives, BackgroundCommunicatorGivesTheSameResults) {
+  auto outcomes = runRanks(
+      GetParam(),
+      [](int rank, int size, Store& store) {
+        auto comm = join(rank, size, store, /*background=*/true);
+        check(comm->background(), "background option kept");
+        const size_t per = 4097;
+        std::vector<uint8_t> mine(per);
+        for (size_t k = 0; k < per; ++k) mine[k] = pattern(rank, 7, k);
+        DeviceBytes in(mine);
+        DeviceBytes all(per * size);
+        comm->allgather(in.get(), all.get(), per)->wait(60s);
+        std::vector<uint8_t> got = all.download();
+        for (int r = 0; r < size; ++r) {
+          for (size_t k = 0; k < per; ++k) check(got[per * r + k] == pattern(r, 7, k), "allgather");
+        }
+        std::vector<uint8_t> placed(per * size, 0);
+        for (size_t k = 0; k < per; ++k) placed[per * rank + k] = pattern(rank, 9, k);
+        DeviceBytes inPlace(placed);
+        void* own = static_cast<uint8_t*>(inPlace.get()) + per * rank;
+        comm->allgather(own, inPlace.get(), per)->wait(60s);
+        got = inPlace.download();
+        for (int r = 0; r < size; ++r) {
+          for (size_t k = 0; k < per; ++k)
+            check(got[per * r + k] == pattern(r, 9, k), "allgather in place");
+        }
+        std::vector<uint8_t> blocks(per * size);
+        for (int j = 0; j < size; ++j) {
+          for (size_t k = 0; k < per; ++k) blocks[per * j + k] = pattern(rank, j, k);
+        }
+        DeviceBytes src(blocks);
+        DeviceBytes dst(per * size);
+        comm->alltoall(src.get(), dst.get(), per)->wait(60s);
+        got = dst.download();
+        for (int j = 0; j < size; ++j) {
+          for (size_t k = 0; k < per; ++k) check(got[per * j + k] == pattern(j, rank, k), "alltoall");
+        }
+        std::vector<float> ones(1000, static_cast<float>(rank + 1));
+        std::vector<uint8_t> raw(ones.size() * sizeof(float));
+        std::memcpy(raw.data(), ones.data(), raw.size());
+        DeviceBytes sum(raw);
+        comm->allreduce(sum.get(), ones.size(), DType::kFloat32, ReduceOp::kSum)->wait(60s);
+        raw = sum.download();
+        std::memcpy(ones.data(), raw.data(), raw.size());
+        const float expected = static_cast<float>(size * (size + 1) / 2);
+        for (float v : ones) check(v == expected, "allreduce sum");
         return 0;
       },
       300s);

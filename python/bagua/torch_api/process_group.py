@@ -89,19 +89,34 @@ class BaguaCommunicator:
     def __repr__(self):
         return f"BaguaCommunicator({self.group.group_name}/{self.kind}, ranks={self.ranks})"
 
+    def bytes_sent(self, device):
+        """Bytes this rank sent through the group's runtime communicators for
+        `device` (the background one too, where made)."""
+        return sum(backend.bytes_sent for key, (backend, _) in self._backends.items()
+                   if key[:2] == (device.type, device.index if device.type == "cuda" else None))
+
     def release(self):
         """Drops the runtime communicators (created again on next use)."""
         self._backends.clear()
 
-    def backend(self, device):
-        """The runtime communicator (bagua._C.ProcessGroup) for `device`."""
+    def backend(self, device, background=False):
+        """The runtime communicator (bagua._C.ProcessGroup) for `device`.
+        `background=True`: a second NCCL communicator of the same ranks for
+        exchanges that run beside training for many steps (DiLoCo): its
+        kernels hold few SMs (runtime/comm/nccl_communicator.h). On a CPU
+        device it is the group's one communicator."""
         from .. import _C
 
         if self._rank < 0:
             raise ValueError(f"rank {_global_rank()} is not a member of {self!r}")
+        background = bool(background) and device.type == "cuda"
         key = (device.type, device.index if device.type == "cuda" else None)
+        if background:
+            key = key + ("background",)
         if key not in self._backends:
             prefix = _store_prefix(self.group.group_name, self.kind, device)
+            if background:
+                prefix += "/background"
             count = _state["created"][prefix] = _state["created"].get(prefix, 0) + 1
             if count > 1:
                 prefix = f"{prefix}#{count}"
@@ -114,7 +129,8 @@ class BaguaCommunicator:
                     _shutdown_nccl_at_exit()
                     index = device.index if device.index is not None else torch.cuda.current_device()
                     backend = _C.ProcessGroup.nccl(store, self._rank, self.nranks(), index,
-                                                   prefix=prefix, timeout_s=_timeout_s())
+                                                   prefix=prefix, timeout_s=_timeout_s(),
+                                                   background=background)
                 elif device.type == "cpu":
                     backend = _cpu_group(prefix, store, self._rank, self.nranks())
                 else:

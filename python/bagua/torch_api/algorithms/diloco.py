@@ -33,7 +33,12 @@ class DiLoCoAlgorithmImpl(LocalStepsImpl):
     def make_runtime(self, ddp, specs):
         from ... import _C
 
-        return _C.DiLoCo(ddp.backend(), specs, dict(self.options), bucket_bytes=ddp.bucket_bytes,
+        # Its own communicator on CUDA: the exchange runs beside training for many steps,
+        # so it holds few SMs (ProcessGroup.backend(background=True)).
+        backend = ddp.comm.backend(ddp.device, background=True)
+        if ddp.device.type == "cuda":  # the runtime copies the weights on its own stream
+            backend.wait_stream(torch.cuda.current_stream(ddp.device).cuda_stream)
+        return _C.DiLoCo(backend, specs, dict(self.options), bucket_bytes=ddp.bucket_bytes,
                          timeout_s=ddp.timeout_s)
 
     def save_state(self, runtime):

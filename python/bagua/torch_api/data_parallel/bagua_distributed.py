@@ -135,11 +135,13 @@ class BaguaDistributedDataParallel:
 
     @property
     def bytes_sent(self):
-        """Bytes this rank sent so far through the engine's communicator and,
+        """Bytes this rank sent so far through the engine's communicators (the
+        background one of DiLoCo too) and,
         where the algorithm runs hierarchically, its intra- and inter-node ones
         (every collective of the algorithm and the engine's broadcasts, by the
         runtime's count: runtime/comm/counting_communicator.h)."""
-        total = self.backend().bytes_sent
+        self.backend()
+        total = self.comm.bytes_sent(self.device)
         hierarchy = self._comms.get("hierarchy")
         if hierarchy is not None:
             intra, inter, _ = hierarchy
