@@ -64,6 +64,11 @@ def _store_prefix(group_name, kind, device):
     return f"bagua/pg/{group_name}/{kind}/{device.type}"
 
 
+def _device_key(device):
+    """What a group's runtime communicators are kept by (plus "background")."""
+    return (device.type, device.index if device.type == "cuda" else None)
+
+
 class BaguaCommunicator:
     """The ranks of one communicator and the runtime's communicators over them.
 
@@ -93,7 +98,7 @@ class BaguaCommunicator:
         """Bytes this rank sent through the group's runtime communicators for
         `device` (the background one too, where made)."""
         return sum(backend.bytes_sent for key, (backend, _) in self._backends.items()
-                   if key[:2] == (device.type, device.index if device.type == "cuda" else None))
+                   if key[:2] == _device_key(device))
 
     def release(self):
         """Drops the runtime communicators (created again on next use)."""
@@ -110,7 +115,7 @@ class BaguaCommunicator:
         if self._rank < 0:
             raise ValueError(f"rank {_global_rank()} is not a member of {self!r}")
         background = bool(background) and device.type == "cuda"
-        key = (device.type, device.index if device.type == "cuda" else None)
+        key = _device_key(device)
         if background:
             key = key + ("background",)
         if key not in self._backends:

@@ -140,7 +140,7 @@ class BaguaDistributedDataParallel:
         where the algorithm runs hierarchically, its intra- and inter-node ones
         (every collective of the algorithm and the engine's broadcasts, by the
         runtime's count: runtime/comm/counting_communicator.h)."""
-        self.backend()
+        self.backend()  # made on first use, as before: its count starts at 0
         total = self.comm.bytes_sent(self.device)
         hierarchy = self._comms.get("hierarchy")
         if hierarchy is not None:
