@@ -85,6 +85,14 @@ void bindLocalUpdates(nb::module_& m) {
       .def_prop_rw(
           "steps", [](PyLocalSgd& l) { return (*l).steps(); },
           [](PyLocalSgd& l, int64_t steps) { (*l).setSteps(steps); })
+      .def("change_sync_every", [](PyLocalSgd& l, int64_t every) { (*l).changeSyncEvery(every); },
+           "every"_a, "From now on, an average every `every` local steps counted from this one.")
+      .def(
+          "restore_schedule",
+          [](PyLocalSgd& l, int64_t every, int64_t base) { (*l).restoreSchedule(every, base); },
+          "every"_a, "base"_a, "A checkpoint's sync_every and the step its schedule counts from.")
+      .def_prop_ro("sync_every", [](PyLocalSgd& l) { return (*l).syncEvery(); })
+      .def_prop_ro("schedule_base", [](PyLocalSgd& l) { return (*l).scheduleBase(); })
       .def_prop_ro("syncs", [](PyLocalSgd& l) { return (*l).syncs(); })
       .def_prop_ro("last_sync_step", [](PyLocalSgd& l) { return (*l).lastSyncStep(); });
 
@@ -98,6 +106,14 @@ void bindLocalUpdates(nb::module_& m) {
            "After the optimizer step: applies the updates due, sends the fragments scheduled.")
       .def("flush", [](PyDiLoCo& d) { (*d).flush(); }, release,
            "Waits until no communication is in flight.")
+      .def(
+          "change_sync_every",
+          [](PyDiLoCo& d, int64_t every, uintptr_t stream) { (*d).changeSyncEvery(every, stream); },
+          "every"_a, "stream"_a = 0, release,
+          "Applies every update in flight now, then restarts the schedule here with H = every.")
+      .def_prop_ro("sync_every", [](PyDiLoCo& d) { return (*d).syncEvery(); })
+      .def_prop_ro("schedule_base", [](PyDiLoCo& d) { return (*d).scheduleBase(); })
+      .def_prop_ro("overlap_steps", [](PyDiLoCo& d) { return (*d).overlapSteps(); })
       .def_prop_ro("steps", [](PyDiLoCo& d) { return (*d).steps(); })
       .def_prop_ro("fragments", [](PyDiLoCo& d) { return (*d).fragments(); })
       .def("last_send_step", [](PyDiLoCo& d, size_t f) { return (*d).lastSendStep(f); },
@@ -120,10 +136,9 @@ void bindLocalUpdates(nb::module_& m) {
       .def("due_steps", [](PyDiLoCo& d) { return (*d).dueSteps(); })
       .def(
           "restore",
-          [](PyDiLoCo& d, int64_t steps, const std::vector<int64_t>& due) {
-            (*d).restore(steps, due);
-          },
-          "steps"_a, "due"_a, release);
+          [](PyDiLoCo& d, int64_t steps, const std::vector<int64_t>& due, int64_t every,
+             int64_t base) { (*d).restore(steps, due, every, base); },
+          "steps"_a, "due"_a, "sync_every"_a = 0, "schedule_base"_a = 0, release);
 }
 
 }  // namespace bagua::python

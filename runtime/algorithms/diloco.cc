@@ -28,6 +28,17 @@ void check(const DiLoCo::Options& o) {
                     "): an update lands before its fragment is sent again");
 }
 
+// Options `o` with sync_every `every` (tau recomputed when automatic), checked.
+DiLoCo::Options withSyncEvery(DiLoCo::Options o, int64_t every) {
+  o.syncEvery = every;
+  if (o.autoOverlap) {
+    BAGUA_ENFORCE(every >= 2, "diloco: overlap needs sync_every >= 2, got " + str(every));
+    o.overlapSteps = std::min(every / std::max<int64_t>(o.fragments, 1), every - 1);
+  }
+  check(o);
+  return o;
+}
+
 }  // namespace
 
 DiLoCo::Compression parseCompression(const std::string& name) {
@@ -48,7 +59,7 @@ DiLoCo::DiLoCo(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> op
                "diloco"),
       stepOps_(std::move(stepOps)),
       options_(options),
-      schedule_{options.syncEvery, options.fragments} {
+      schedule_{options.syncEvery, options.fragments, 0} {
   check(options_);
   const std::vector<BucketLayout>& layouts = weights_.buckets();
   for (size_t b = 0; b < layouts.size(); ++b) {
@@ -167,6 +178,15 @@ void DiLoCo::apply(size_t f, uintptr_t stream) {
   fr.lastApply = steps_;
 }
 
+void DiLoCo::changeSyncEvery(int64_t every, uintptr_t stream) {
+  const Options changed = withSyncEvery(options_, every);
+  for (size_t f = 0; f < fragments_.size(); ++f) {
+    if (fragments_[f].due != 0) apply(f, stream);
+  }
+  options_ = changed;
+  schedule_ = SyncSchedule{every, options_.fragments, steps_};
+}
+
 void DiLoCo::flush() {
   for (Fragment& fr : fragments_) {
     if (fr.work) fr.work->wait(options_.timeout);
@@ -232,8 +252,15 @@ std::vector<int64_t> DiLoCo::dueSteps() const {
   return out;
 }
 
-void DiLoCo::restore(int64_t steps, const std::vector<int64_t>& due) {
+void DiLoCo::restore(int64_t steps, const std::vector<int64_t>& due, int64_t every,
+                     int64_t base) {
   BAGUA_ENFORCE(steps >= 0, "diloco: steps must be >= 0, got " + str(steps));
+  if (every > 0) {
+    BAGUA_ENFORCE(base >= 0 && base <= steps, "diloco: the schedule's base step " + str(base) +
+                                                  " is not in [0, " + str(steps) + "]");
+    options_ = withSyncEvery(options_, every);
+    schedule_ = SyncSchedule{every, options_.fragments, base};
+  }
   BAGUA_ENFORCE(due.size() == fragments_.size(),
                 "diloco: the checkpoint has " + std::to_string(due.size()) +
                     " fragments, this model " + std::to_string(fragments_.size()));
@@ -265,6 +292,7 @@ DiLoCo::Options diLoCoOptions(const OptionMap& o) {
                 "after its sync), got sync_every=" +
                     str(out.syncEvery) + "; pass overlap=False");
   if (overlap) {
+    out.autoOverlap = tau == 0;
     out.overlapSteps =
         tau > 0 ? tau
                 : std::min(out.syncEvery / std::max<int64_t>(out.fragments, 1), out.syncEvery - 1);

@@ -56,6 +56,7 @@ class DiLoCo {
     bool nesterov = true;
     int64_t fragments = 1;     // F
     int64_t overlapSteps = 0;  // tau; 0: no overlap
+    bool autoOverlap = false;  // tau = min(H / F, H - 1), kept so when H changes
     Compression compression = Compression::kNone;
     size_t bucketBytes = 10u << 20;
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -72,6 +73,15 @@ class DiLoCo {
   void afterStep(uintptr_t stream);
   // Waits until no communication is in flight (updates still due stay due).
   void flush();
+
+  // sync_every (autotune), between steps: every update in flight is waited
+  // for and applied now (earlier than tau), then the schedule restarts from
+  // this step with H = `every` (tau recomputed when automatic).
+  // InvalidArgument when `every` is below F, or not above an explicit tau.
+  void changeSyncEvery(int64_t every, uintptr_t stream);
+  int64_t syncEvery() const { return schedule_.every; }
+  int64_t scheduleBase() const { return schedule_.base; }
+  int64_t overlapSteps() const { return options_.overlapSteps; }
 
   int64_t steps() const { return steps_; }
   size_t fragments() const { return weights_.fragments(); }
@@ -95,8 +105,10 @@ class DiLoCo {
   void saveBuffer(const std::string& name, void* data, uintptr_t stream);
   void loadBuffer(const std::string& name, const void* data, uintptr_t stream);
   std::vector<int64_t> dueSteps() const;
-  // Restores the local step count and the due steps (after loading buffers).
-  void restore(int64_t steps, const std::vector<int64_t>& due);
+  // Restores the local step count and the due steps (after loading
+  // buffers) and, with every > 0, a changed schedule (H and its base step).
+  void restore(int64_t steps, const std::vector<int64_t>& due, int64_t every = 0,
+               int64_t base = 0);
   // The start point of bucket b (device memory), for tests.
   const void* startPoint(size_t bucket) const { return buckets_[bucket].x0->data(); }
 

@@ -7,6 +7,13 @@
 #include "runtime/common/error.h"
 
 namespace bagua {
+namespace {
+
+void checkSyncEvery(int64_t every) {
+  BAGUA_ENFORCE(every >= 1, "local_sgd: sync_every must be at least 1, got " + std::to_string(every));
+}
+
+}  // namespace
 
 LocalSgd::LocalSgd(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> ops,
                    std::vector<TensorSpec> weights, StepOpsFactory stepOps, Options options)
@@ -14,9 +21,9 @@ LocalSgd::LocalSgd(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps
       ops_(std::move(ops)),
       weights_(std::move(weights), 1, SIZE_MAX / 2, 1, "local_sgd"),
       stepOps_(std::move(stepOps)),
-      options_(options) {
-  BAGUA_ENFORCE(options_.syncEvery >= 1, "local_sgd: sync_every must be at least 1, got " +
-                                             std::to_string(options_.syncEvery));
+      options_(options),
+      schedule_{options.syncEvery, 1, 0} {
+  checkSyncEvery(options_.syncEvery);
   for (const BucketLayout& b : weights_.buckets()) flat_.push_back(ops_->allocate(b.bytes()));
 }
 
@@ -33,9 +40,22 @@ void LocalSgd::setSteps(int64_t steps) {
   steps_ = steps;
 }
 
+void LocalSgd::changeSyncEvery(int64_t every) {
+  checkSyncEvery(every);
+  schedule_ = SyncSchedule{every, 1, steps_};
+}
+
+void LocalSgd::restoreSchedule(int64_t every, int64_t base) {
+  checkSyncEvery(every);
+  BAGUA_ENFORCE(base >= 0 && base <= steps_, "local_sgd: the schedule's base step " +
+                                                 std::to_string(base) + " is not in [0, " +
+                                                 std::to_string(steps_) + "]");
+  schedule_ = SyncSchedule{every, 1, base};
+}
+
 void LocalSgd::afterStep(uintptr_t stream) {
   ++steps_;
-  if (steps_ % options_.syncEvery != 0 || comm_->size() == 1) return;
+  if (!schedule_.syncs(0, steps_) || comm_->size() == 1) return;
   comm_->waitFor(stepOps_(stream)->fence("local_sgd: the optimizer step"));
   const std::vector<BucketLayout>& buckets = weights_.buckets();
   for (size_t b = 0; b < buckets.size(); ++b) {

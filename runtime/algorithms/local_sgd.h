@@ -11,7 +11,8 @@
 // allreduce for the whole model, as PyTorch's averager: NCCL pipelines one
 // large operation best), averages it, copies the average back, and blocks
 // until that is done (the next step must start from the average); other
-// steps only count. Bytes sent per sync and rank: a ring allreduce of the
+// steps only count. sync_every can change between steps (autotune): the
+// schedule then restarts from that step. Bytes sent per sync and rank: a ring allreduce of the
 // weights, 2 (n-1)/n x model bytes.
 #pragma once
 
@@ -50,12 +51,22 @@ class LocalSgd {
   int64_t syncs() const { return syncs_; }
   int64_t lastSyncStep() const { return lastSync_; }
 
+  // sync_every (autotune): from now on every H-th step counted from this
+  // one. InvalidArgument when every < 1.
+  void changeSyncEvery(int64_t every);
+  int64_t syncEvery() const { return schedule_.every; }
+  // The step the schedule counts from (0, or the last change).
+  int64_t scheduleBase() const { return schedule_.base; }
+  // A checkpoint's schedule (after setSteps): 0 <= base <= steps().
+  void restoreSchedule(int64_t every, int64_t base);
+
  private:
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<DeviceOps> ops_;
   WeightFragments weights_;
   StepOpsFactory stepOps_;
   Options options_;
+  SyncSchedule schedule_;
   std::vector<std::unique_ptr<DeviceBuffer>> flat_;  // per bucket
   int64_t steps_ = 0;
   int64_t syncs_ = 0;

@@ -13,7 +13,8 @@
 //   s = o_f, o_f + H, o_f + 2H, ...   with o_f = (f + 1) * H / F (integer division)
 // so with F = 1 every H-th step, and with F > 1 the fragments take turns,
 // H/F steps apart; each fragment trains H local steps between two syncs
-// (fewer before its first). F <= H keeps every o_f >= 1 and distinct.
+// (fewer before its first). F <= H keeps every o_f >= 1 and distinct. When
+// H changes (autotune), the schedule restarts at that step (`base`).
 #pragma once
 
 #include <cstdint>
@@ -86,16 +87,20 @@ class WeightFragments {
   std::vector<std::vector<size_t>> bucketsOf_;
 };
 
-// When fragments sync (the rule above).
+// When fragments sync (the rule above), counted from local step `base`
+// (0, or the step at which sync_every last changed: the schedule restarts
+// there, as if that step were step 0).
 struct SyncSchedule {
   int64_t every = 1;      // H
   int64_t fragments = 1;  // F
+  int64_t base = 0;
 
-  // o_f: fragment f's first sync step.
+  // o_f: fragment f's first sync step after base.
   int64_t offset(size_t f) const { return (static_cast<int64_t>(f) + 1) * every / fragments; }
   // Whether fragment f syncs after local step `step` (>= 1).
   bool syncs(size_t f, int64_t step) const {
-    return step >= offset(f) && (step - offset(f)) % every == 0;
+    const int64_t s = step - base;
+    return s >= offset(f) && (s - offset(f)) % every == 0;
   }
 };
 

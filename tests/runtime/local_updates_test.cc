@@ -13,6 +13,7 @@
 
 #include "runtime/algorithms/diloco.h"
 #include "runtime/algorithms/local_sgd.h"
+#include "runtime/common/error.h"
 #include "runtime/comm/counting_communicator.h"
 #include "runtime/ops/cpu_ops.h"
 #include "tests/runtime/gloo_loopback.h"
@@ -96,7 +97,7 @@ TEST_P(DiLoCoRanks, StartPointsAreIdenticalAndFragmentsFollowTheSchedule) {
     o.compression = compression;
     o.timeout = 20s;
     DiLoCo d(r.comm, r.ops, model.specs(), cpuSteps(), o);
-    const SyncSchedule schedule{o.syncEvery, o.fragments};
+    const SyncSchedule schedule{o.syncEvery, o.fragments, 0};
     for (int step = 1; step <= 13; ++step) {
       model.localStep(rank, step);
       d.afterStep(0);
@@ -205,6 +206,80 @@ TEST(LocalSgd, EverySyncIsTheExactAverage) {
       }
     }
     check(averager.syncs() == 2, "two syncs in 7 steps");
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// sync_every changed mid-run (autotune): updates in flight land at the
+// change, the schedule restarts there, start points stay identical.
+TEST(DiLoCo, ChangingSyncEveryRestartsTheScheduleThere) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    Ranks r = connect(store, rank, size, "diloco-change");
+    Model model(5);
+    DiLoCo::Options o;
+    o.syncEvery = 4;
+    o.fragments = 2;
+    o.overlapSteps = 2;
+    o.autoOverlap = true;
+    o.timeout = 20s;
+    DiLoCo d(r.comm, r.ops, model.specs(), cpuSteps(), o);
+    for (int step = 1; step <= 5; ++step) {
+      model.localStep(rank, step);
+      d.afterStep(0);
+    }
+    // Fragment 1 synced at step 4 (due at 6), fragment 0 at step 2 (applied at 4).
+    check(d.dueSteps() == std::vector<int64_t>({0, 6}), "due steps before the change");
+    d.changeSyncEvery(8, 0);
+    check(d.dueSteps() == std::vector<int64_t>({0, 0}), "an update still due after the change");
+    check(d.lastApplyStep(1) == 5, "fragment 1's update did not land at the change");
+    check(d.syncEvery() == 8 && d.scheduleBase() == 5 && d.overlapSteps() == 4,
+          "H, base, tau after the change: " + std::to_string(d.syncEvery()) + ", " +
+              std::to_string(d.scheduleBase()) + ", " + std::to_string(d.overlapSteps()));
+    for (int step = 6; step <= 22; ++step) {
+      model.localStep(rank, step);
+      d.afterStep(0);
+    }
+    // From base 5 with H 8, F 2: fragment 0 at 9, 17; fragment 1 at 13, 21.
+    check(d.lastSendStep(0) == 17 && d.lastSendStep(1) == 21, "sends not on the new schedule");
+    check(d.lastApplyStep(0) == 21, "fragment 0's update did not land tau = 4 steps later");
+    d.flush();
+    for (const DiLoCo::StateBuffer& b : d.stateBuffers()) {
+      if (b.name.rfind("x0.", 0) != 0) continue;
+      auto all = gather(r, d.startPoint(std::stoul(b.name.substr(3))), b.numel);
+      check(all[0] == all[1], b.name + " differs across ranks after the change");
+    }
+    bool refused = false;
+    try {
+      d.changeSyncEvery(1, 0);  // below F (and overlap needs 2)
+    } catch (const InvalidArgument& e) {
+      refused = std::string(e.what()).find("sync_every") != std::string::npos;
+    }
+    check(refused, "sync_every below the fragments was accepted");
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(LocalSgd, ChangingSyncEveryCountsFromThatStep) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    Ranks r = connect(store, rank, size, "local-sgd-change");
+    Model model(4);
+    LocalSgd::Options o;
+    o.syncEvery = 3;
+    o.timeout = 20s;
+    LocalSgd averager(r.comm, r.ops, model.specs(), cpuSteps(), o);
+    std::vector<int64_t> syncs;
+    for (int step = 1; step <= 16; ++step) {
+      if (step == 5) averager.changeSyncEvery(5);  // after local step 4
+      model.localStep(rank, step);
+      const int64_t before = averager.syncs();
+      averager.afterStep(0);
+      if (averager.syncs() != before) syncs.push_back(step);
+    }
+    check(syncs == std::vector<int64_t>({3, 9, 14}), "syncs not at 3, 9, 14");
+    auto all = gather(r, model.tensors[2].data(), model.tensors[2].size());
+    check(all[0] != all[1], "weights equal two steps after a sync");
     return 0;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
