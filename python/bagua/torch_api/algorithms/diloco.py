@@ -22,7 +22,7 @@ state_dict), warm-up and byte counts: local_steps.py.
 """
 import torch
 
-from .local_steps import LocalStepsImpl, buffer_tensors
+from .local_steps import LocalStepsImpl, buffer_tensors, loaded_schedule
 from .native import NativeAlgorithm
 
 
@@ -40,6 +40,12 @@ class DiLoCoAlgorithmImpl(LocalStepsImpl):
             backend.wait_stream(torch.cuda.current_stream(ddp.device).cuda_stream)
         return _C.DiLoCo(backend, specs, dict(self.options), bucket_bytes=ddp.bucket_bytes,
                          timeout_s=ddp.timeout_s)
+
+    def sync_floor(self):
+        return max(int(self.options["fragments"]), 2 if self.options["overlap"] else 1)
+
+    def change_runtime_sync_every(self, runtime, every):
+        runtime.change_sync_every(every, self.stream())
 
     def save_state(self, runtime):
         state = buffer_tensors(runtime, self._ddp.device)
@@ -60,7 +66,11 @@ class DiLoCoAlgorithmImpl(LocalStepsImpl):
                 raise ValueError(f"diloco: checkpoint entry {name} holds {tensor.numel()} "
                                  f"{tensor.dtype}, this model needs {numel} {dtype}")
             runtime.load_buffer(name, tensor.data_ptr(), self.stream())
-        runtime.restore(local_steps, [int(d) for d in loaded["due"]])
+        every, base = loaded_schedule(loaded)
+        if every:
+            self.options["sync_every"] = every
+        runtime.restore(local_steps, [int(d) for d in loaded["due"]], sync_every=every,
+                        schedule_base=base)
 
     # -- for tests and diagnostics ---------------------------------------------------
     def start_point(self):

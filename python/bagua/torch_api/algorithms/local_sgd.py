@@ -17,7 +17,6 @@ from .native import NativeAlgorithm
 class LocalSGDAlgorithmImpl(LocalStepsImpl):
     def __init__(self, process_group, options):
         super().__init__(process_group, "local_sgd", options)
-        self.sync_every = int(options["sync_every"])
 
     def make_runtime(self, ddp, specs):
         from ... import _C

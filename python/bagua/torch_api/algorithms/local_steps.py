@@ -19,6 +19,10 @@ local_sgd.h, diloco.h).
   restart; loading rank 0's file everywhere is a valid restart too (every
   rank resumes from rank 0's local weights). A checkpoint without these
   entries restarts the runtime's state from the loaded weights.
+- Autotune (`autotune=True`) tunes sync_every, not the bucket size
+  (data_parallel/autotune_sync.py): `change_sync_every` restarts the
+  runtime's schedule at a step boundary, and the checkpoint keeps the
+  schedule (`sync_every`, `schedule_base`).
 - Bytes: `bytes_sent` (every collective of the engine's communicator, by the
   runtime's count: runtime/comm/counting_communicator.h) and
   `bytes_per_step` (since the end of the warm-up, per local step).
@@ -61,6 +65,8 @@ class _RuntimeBackend:
 class LocalStepsImpl(NativeAlgorithmImpl):
     """Subclasses set `name` and implement `make_runtime(ddp, specs)` and,
     for extra checkpoint state, `save_state`/`load_state`."""
+
+    autotune_knob = "sync_every"  # what autotune tunes (autotune_sync.py)
 
     def __init__(self, process_group, name, options):
         super().__init__(process_group, name, options)
@@ -112,6 +118,25 @@ class LocalStepsImpl(NativeAlgorithmImpl):
 
     def make_runtime(self, ddp, specs):
         raise NotImplementedError
+
+    # -- sync_every (autotune) -------------------------------------------------------
+    @property
+    def sync_every(self):
+        return int(self.options["sync_every"])
+
+    def sync_floor(self):
+        """The smallest sync_every this configuration allows."""
+        return 1
+
+    def change_sync_every(self, every):
+        """From the next local step on, sync every `every` steps counted from
+        here (a runtime built later starts with it too)."""
+        self.options["sync_every"] = int(every)
+        if self.runtime is not None:
+            self.change_runtime_sync_every(self.runtime, int(every))
+
+    def change_runtime_sync_every(self, runtime, every):
+        runtime.change_sync_every(every)
 
     def stream(self):
         if self._ddp.device.type == "cuda":
@@ -180,6 +205,8 @@ class LocalStepsImpl(NativeAlgorithmImpl):
         state = {"train_steps": torch.tensor(self._ddp.bagua_train_step_counter)}
         if self.runtime is not None:
             state["local_steps"] = torch.tensor(self.runtime.steps)
+            state["sync_every"] = torch.tensor(self.runtime.sync_every)
+            state["schedule_base"] = torch.tensor(self.runtime.schedule_base)
             state.update(self.save_state(self.runtime))
         for name, value in state.items():
             state_dict[self._key(prefix, name)] = value
@@ -205,6 +232,17 @@ class LocalStepsImpl(NativeAlgorithmImpl):
 
     def load_state(self, runtime, local_steps, loaded):
         runtime.steps = local_steps
+        every, base = loaded_schedule(loaded)
+        if every:
+            self.options["sync_every"] = every
+            runtime.restore_schedule(every, base)
+
+
+def loaded_schedule(loaded):
+    """(sync_every, schedule_base) of a checkpoint; (0, 0) when it predates them."""
+    if "sync_every" not in loaded:
+        return 0, 0
+    return int(loaded["sync_every"]), int(loaded.get("schedule_base", 0))
 
 
 def buffer_tensors(runtime, device):

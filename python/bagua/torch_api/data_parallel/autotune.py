@@ -82,15 +82,19 @@ def check_settings_agree(ddp, options):
     if ddp.world_size == 1:
         return
     if options is None:
-        mine = [0, 0, 0, 0, 0, 0, 0]
+        mine = [0] * 10
     else:
         winner = (options.state or {}).get("winner", {})
         mine = [2 if options.state else 1, options.budget_steps, options.warmup_steps,
                 options.min_bytes, options.max_bytes or 0, int(options.tune_hierarchical),
-                winner.get("bucket_bytes", 0) * 4 + _hier_code(winner.get("hierarchical")) + 1]
+                winner.get("bucket_bytes", 0) * 4 + _hier_code(winner.get("hierarchical")) + 1
+                + winner.get("sync_every", 0) * 2**40,
+                round(options.sync_every_tolerance * 1e6), options.min_sync_every,
+                options.max_sync_every]
     rows = allgather_ints(ddp, mine)
     names = ["mode (0 off, 1 search, 2 from a state)", "budget_steps", "warmup_steps",
-             "min bucket bytes", "max bucket bytes", "tune_hierarchical", "loaded winner"]
+             "min bucket bytes", "max bucket bytes", "tune_hierarchical", "loaded winner",
+             "sync_every_tolerance (ppm)", "min_sync_every", "max_sync_every"]
     for r, row in enumerate(rows):
         if row != rows[ddp.rank]:
             field = next(i for i, (a, b) in enumerate(zip(row, rows[ddp.rank])) if a != b)
@@ -100,8 +104,17 @@ def check_settings_agree(ddp, options):
                 "same autotune argument (and the same state file contents)")
 
 
+def make_tuner(ddp, options, start_hierarchical):
+    """The engine's tuner: of sync_every for the algorithms that have one
+    (local SGD, DiLoCo: autotune_sync.py), else of the bucket size."""
+    if getattr(ddp.bagua_algorithm, "autotune_knob", None) == "sync_every":
+        from .autotune_sync import SyncEveryTuner
+        return SyncEveryTuner(ddp, options)
+    return Autotuner(ddp, options, start_hierarchical)
+
+
 class Autotuner:
-    """The engine's tuner: status "off", "searching", "done" or "loaded"."""
+    """The bucket-size tuner: status "off", "searching", "done" or "loaded"."""
 
     def __init__(self, ddp, options, start_hierarchical):
         self.ddp = ddp
@@ -128,6 +141,11 @@ class Autotuner:
     # -- setup ---------------------------------------------------------------------------
     def _use_loaded(self, options):
         state = options.state
+        if "bucket_bytes" not in state["winner"]:
+            raise ValueError(f"bagua: autotune={options.source or 'state'!r} holds sync_every "
+                             f"(tuned with {state.get('algorithm')}); "
+                             f"{_algorithm_name(self.ddp)} tunes the bucket size: search again "
+                             "(autotune=True)")
         self.status = "loaded"
         self.reason = f"winner of {options.source or 'a given state'}"
         self._final = dict(state, status="loaded", source=options.source)

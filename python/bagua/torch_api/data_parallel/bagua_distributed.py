@@ -103,7 +103,7 @@ class BaguaDistributedDataParallel:
         # overlap another NCCL collective on the same GPU (docs/algorithms.md).
         autotuning.check_settings_agree(self, autotune_options)
         self._init_algorithm()
-        self._autotuner = autotuning.Autotuner(self, autotune_options, start_hierarchical)
+        self._autotuner = autotuning.make_tuner(self, autotune_options, start_hierarchical)
         self._install_hooks()
         register_engine(self)
 
