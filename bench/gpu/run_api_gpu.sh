@@ -21,6 +21,9 @@
 #   autotune bench/gpu/autotune_bench.py, 4 ranks, BAGUA_NET_RATE_LIMIT_MBPS=10000: fixed
 #            bucket sizes swept around autotune from 0.1 MiB (issue 25's target: >= 95%
 #            of the best fixed steps/s within 200 steps); about 4-6 minutes
+#   sync_autotune  bench/gpu/sync_autotune_bench.py, 4 ranks, DiLoCo from sync_every 8 with
+#            autotune=True at 1 Gbit/s (SYNC_LIMITS: 1000 10000), then fixed H around the
+#            winner and an engine that never syncs, in the same job (issue 30, part 3)
 #   elastic  tests/python/elastic_job.py --device cuda: 2 ranks under bagua.distributed.run
 #            --max-restarts=2, rank 1 killed before step 25, restart from the checkpoint of
 #            step 20 (NCCL communicators formed again through Bagua-Net); against a run that
@@ -35,7 +38,7 @@
 # loads; the plugin is the one inside the wheel; `python -m bagua.info` (with
 # its one-rank NCCL check of the plugin) goes into env.txt.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco autotune elastic demo]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco autotune sync_autotune elastic demo]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -198,6 +201,13 @@ for r in range(2):
         --out "$OUT/autotune_10g.json"
       grep -E "^(fixed|autotune|autotuned) " "$OUT/autotune_10g.log"
       grep "bagua autotune: " "$OUT/autotune_10g.log" | tail -n 25
+      ;;
+    sync_autotune)
+      for limit in ${SYNC_LIMITS:-1000 10000}; do
+        ranks "sync_autotune_$limit" 4 400 BAGUA_NET_RATE_LIMIT_MBPS=$limit -- \
+          "$HERE/sync_autotune_bench.py" ${SYNC_EXTRA:-} --out "$OUT/sync_autotune_$limit.json"
+        grep -E "bagua autotune: |steps/s|^search|^verdict" "$OUT/sync_autotune_$limit.log"
+      done
       ;;
     elastic)
       for run in killed reference; do
