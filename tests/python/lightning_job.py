@@ -112,7 +112,10 @@ def train(args, strategy, out):
             options["fused_optimizer"] = True
             if not name.startswith("bagua:"):
                 name = "bagua:gradient_allreduce"
-        if name.endswith("+autotune"):
+        if name == "bagua:local_sgd+autotune":  # sync_every from 4, trials of 4 periods
+            name = name[:-len("+autotune")]
+            options.update(sync_every=4, autotune=Autotune(budget_steps=36, max_sync_every=16))
+        elif name.endswith("+autotune"):
             # Buckets of 1 KiB to start with (this model has 14 KB of gradients),
             # so that bucket sizes give different plans to choose from.
             name = name[:-len("+autotune")]

@@ -48,7 +48,7 @@ def sync_candidates(start, low, high, fragments=1, overlap=False):
 
 class SyncEverySearch:
     def __init__(self, candidates, start, tolerance, budget_steps, warmup_steps,
-                 min_measured_steps=32):
+                 min_measured_steps=None):
         if not candidates:
             raise ValueError("autotune: no sync_every candidate")
         if not 0 < tolerance < 1:
@@ -58,7 +58,9 @@ class SyncEverySearch:
         self.tolerance = float(tolerance)
         self.budget_steps = int(budget_steps)
         self.warmup_steps = int(warmup_steps)
-        self.min_measured = int(min_measured_steps)
+        # 32 steps a trial at least; a budget under 384 steps gets shorter trials
+        # (budget / 12, at least 4), so that a short search still tries a few H.
+        self.min_measured = int(min_measured_steps or min(32, max(4, self.budget_steps // 12)))
         self.times = {}  # H (REFERENCE: no sync) -> seconds per step
         self.order = []  # H of each reported trial
         self.used = 0  # steps of the trials handed out
