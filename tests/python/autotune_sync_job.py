@@ -9,7 +9,8 @@ search    autotune=True from sync_every=--start on a model whose sync is
           Then a checkpoint (state_dict) and a fresh engine loading it
           (must come back with the tuned H and its schedule base), and a
           fresh engine with autotune=<saved state> (must start at the
-          winner, no search).
+          winner, no search). A checkpoint taken during the trial without
+          syncs must hold the starting H.
 mismatch  a bucket-size state given to this algorithm: ValueError.
 """
 import argparse
@@ -78,9 +79,14 @@ def case_search(args, rank, out):
                                               max_sync_every=args.max_sync_every))
     steps = 0
     searching = ("waiting", "searching")
+    tuner = model.bagua_ddp._autotuner
     while model.bagua_ddp.autotune_state()["status"] in searching and steps < args.budget + 5:
         train(model, opt, 1, args, rank)
         steps += 1
+        if tuner.current is not None and tuner.current[0] == 0 and "mid_reference" not in out:
+            # A checkpoint during the trial without syncs saves the starting H.
+            key = f"_bagua_{args.algorithm}.sync_every"
+            out["mid_reference"] = int(model.state_dict()[key])
     train(model, opt, 3, args, rank)  # past the decision
     runtime = model.bagua_algorithm.runtime
     out["state"] = model.bagua_ddp.autotune_state()

@@ -120,6 +120,7 @@ def test_every_rank_changes_sync_every_at_the_same_steps(job):
 def test_checkpoints_and_saved_states_keep_the_tuned_h(job):
     _, ranks, _ = job
     for r in ranks:
+        assert r["mid_reference"] == 4  # not the trial's H beyond its end
         assert r["restored"] == r["final"]
         assert r["reused"] == {"status": "loaded", "sync_every": r["state"]["winner"]["sync_every"],
                                "changes_after_start": []}

@@ -78,6 +78,9 @@ class LocalStepsImpl(NativeAlgorithmImpl):
         self._done_step = None
         self._bytes_at_switch = 0
         self._loaded = None  # entries popped by the load pre-hook
+        # Set by autotune while it runs a trial without syncs (H beyond the trial):
+        # the sync_every a checkpoint saves instead, with the schedule restarting there.
+        self.checkpoint_sync_every = None
 
     # -- the runtime object ---------------------------------------------------
     @property
@@ -205,8 +208,12 @@ class LocalStepsImpl(NativeAlgorithmImpl):
         state = {"train_steps": torch.tensor(self._ddp.bagua_train_step_counter)}
         if self.runtime is not None:
             state["local_steps"] = torch.tensor(self.runtime.steps)
-            state["sync_every"] = torch.tensor(self.runtime.sync_every)
-            state["schedule_base"] = torch.tensor(self.runtime.schedule_base)
+            if self.checkpoint_sync_every:
+                state["sync_every"] = torch.tensor(self.checkpoint_sync_every)
+                state["schedule_base"] = torch.tensor(self.runtime.steps)
+            else:
+                state["sync_every"] = torch.tensor(self.runtime.sync_every)
+                state["schedule_base"] = torch.tensor(self.runtime.schedule_base)
             state.update(self.save_state(self.runtime))
         for name, value in state.items():
             state_dict[self._key(prefix, name)] = value

@@ -128,12 +128,17 @@ class SyncEveryTuner:
             nxt, steps = (self.search.best(), 0) if trial is None else trial
             msg = [step, nxt, steps, int(trial is None)]
         self._start_time = None
+        flush = getattr(self.impl.runtime, "flush", None)
+        if flush is not None and ddp.device.type == "cuda":
+            flush()  # DiLoCo: no exchange in flight on its communicator beside this one's
         msg = broadcast_ints(ddp, msg)
         if msg[0] != step:
             raise RuntimeError(f"bagua autotune: rank {ddp.rank} is at step {step} but rank 0 "
                                f"decided at step {msg[0]}: the ranks' training steps diverged")
         _, nxt, steps, done = msg
-        # The reference trial syncs nothing: H beyond its end for every fragment.
+        # The reference trial syncs nothing: H beyond its end for every fragment
+        # (a checkpoint taken meanwhile saves the starting H instead).
+        self.impl.checkpoint_sync_every = self.start if nxt == REFERENCE else None
         self.impl.change_sync_every(nxt if nxt != REFERENCE else
                                     (steps + 1) * self.impl.sync_floor())
         self._verify(step)
