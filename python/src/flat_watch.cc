@@ -175,14 +175,18 @@ class FlatWatch {
     if (layout && !views_.empty() && offsets_.size() == n) enableFields(*layout);
   }
 
-  // (missing, odd, moved, grads): parameters whose gradient is None, whose
-  // gradient is another tensor than the view (grads: those gradients),
-  // whose data moved.
-  std::tuple<Indices, Indices, Indices, nb::list> check() const {
+  // (missing, odd, moved, grads): parameters in [begin, end) (end 0: all)
+  // whose gradient is None, whose gradient is another tensor than the view
+  // (grads: those gradients), whose data moved.
+  std::tuple<Indices, Indices, Indices, nb::list> check(size_t begin, size_t end) const {
+    if (end == 0) end = params_.size();
+    BAGUA_ENFORCE(begin <= end && end <= params_.size(),
+                  "FlatWatch.check: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                      ") of " + std::to_string(params_.size()) + " parameters");
     Indices missing, odd, moved;
     nb::list grads;
     if (!fields_) {
-      for (size_t i = 0; i < params_.size(); ++i) classify(i, missing, odd, moved, grads);
+      for (size_t i = begin; i < end; ++i) classify(i, missing, odd, moved, grads);
     } else {
       // Each parameter is a chain of three dependent loads (Python object ->
       // TensorImpl -> AutogradMeta), scattered in memory: one at a time, the
@@ -192,22 +196,22 @@ class FlatWatch {
       // watch keeps alive, while the caller holds the GIL: nothing changes
       // them meanwhile). Parameters found touched go through the accessors
       // here, on the calling thread.
-      const size_t n = params_.size();
+      const size_t n = end - begin;
       std::vector<uint8_t> touched(n, 0);
       const size_t parts = threadsFor(n);
       auto scan = [&](size_t part) {
-        const size_t from = n * part / parts, to = n * (part + 1) / parts;
+        const size_t from = begin + n * part / parts, to = begin + n * (part + 1) / parts;
         for (size_t i = from; i < to; ++i) {
           prefetchAhead(i, to);
-          touched[i] = !untouched(i);
+          touched[i - begin] = !untouched(i);
         }
       };
       std::vector<std::thread> helpers;
       for (size_t part = 1; part < parts; ++part) helpers.emplace_back(scan, part);
       scan(0);
       for (auto& t : helpers) t.join();
-      for (size_t i = 0; i < n; ++i) {
-        if (touched[i]) classify(i, missing, odd, moved, grads);
+      for (size_t i = begin; i < end; ++i) {
+        if (touched[i - begin]) classify(i, missing, odd, moved, grads);
       }
     }
     return {std::move(missing), std::move(odd), std::move(moved), std::move(grads)};
@@ -351,9 +355,10 @@ void bindFlatWatch(nb::module_& m) {
           "The per-step check of one flat group: grad_views held (identity) or None "
           "(grad_ptrs); data_ptrs where each parameter's data must start; layout, storage "
           "and offsets to read fields (exact checks).")
-      .def("check", &FlatWatch::check,
-           "(missing, odd, moved, grads): indices of parameters whose .grad is None, whose "
-           ".grad is not the group's view (grads: those .grad), whose data moved.")
+      .def("check", &FlatWatch::check, "begin"_a = 0, "end"_a = 0,
+           "(missing, odd, moved, grads): indices of parameters in [begin, end) (end 0: all) "
+           "whose .grad is None, whose .grad is not the group's view (grads: those .grad), "
+           "whose data moved.")
       .def("set_grads", &FlatWatch::setGrads, "indices"_a, "views"_a,
            "params[i].grad = views[k] for i = indices[k].")
       .def_prop_ro("reads_fields", &FlatWatch::readsFields)

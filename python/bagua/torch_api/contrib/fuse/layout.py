@@ -29,6 +29,18 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from .runs import Run, is_param_shaped, scalar_key
 
+def _run_at(runs, i):
+    """Index of the run holding parameter i (runs sorted, tiling the group)."""
+    lo, hi = 0, len(runs)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if runs[mid].start <= i:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 # Parameter buffers laid out by fused optimizers, by the address of their
 # StorageImpl: weak references, which keep the address from being reused
 # while registered; dead ones are dropped as new ones come.
@@ -265,13 +277,14 @@ class FlatGroup:
             self.counts = (_use_count(self.P), _use_count(self.G))
 
     # -- every step ---------------------------------------------------------------
-    def check(self, state):
-        """Repairs what changed since the last step; returns the indices of
+    def check(self, state, begin=0, end=0):
+        """Repairs what changed since the last step (parameters [begin, end),
+        end 0: all; ranges need exact checks); returns the indices of
         parameters without a gradient (they skip this step)."""
         if (not self.exact and self.all_viewed and
                 (_use_count(self.P), _use_count(self.G)) == self.counts):
             return ()
-        missing, odd, moved, grads = self.watch.check()
+        missing, odd, moved, grads = self.watch.check(begin, end)
         if moved:
             self._repoint_data(state, moved)
         if odd:
@@ -291,22 +304,28 @@ class FlatGroup:
             p.data = self.param_views[i]
             self.stats["params_relaid"] += 1
 
-    def active_runs(self, missing):
-        """Runs to step: runs holding a parameter without a gradient are cut
-        around it, and the pieces without gradients sit this step out."""
-        if missing:
-            cuts = set()
-            for i in missing:
-                cuts.update((i, i + 1))
-            runs = []
-            for run in self.runs:
-                for c in sorted(x for x in cuts if run.start < x < run.stop):
-                    head, run = run.split(self, c)
-                    runs.append(head)
-                runs.append(run)
-            self.runs = runs
+    def active_runs(self, missing, begin=0, end=None):
+        """Runs to step among parameters [begin, end) (runs are cut there):
+        runs holding a parameter without a gradient are cut around it, and
+        the pieces without gradients sit this step out."""
+        end = len(self.params) if end is None else end
+        cuts = {c for c in (begin, end) if 0 < c < len(self.params)}
+        for i in missing:
+            cuts.update((i, i + 1))
+        # The runs overlapping [begin, end) (runs are sorted and tile the group).
+        first = _run_at(self.runs, begin)
+        last = first
+        while last < len(self.runs) and self.runs[last].start < end:
+            last += 1
+        mine = []
+        for run in self.runs[first:last]:
+            for c in sorted(x for x in cuts if run.start < x < run.stop):
+                head, run = run.split(self, c)
+                mine.append(head)
+            mine.append(run)
+        self.runs[first:last] = mine
         skip = set(missing)
-        return [r for r in self.runs if not (r.start in skip)]
+        return [r for r in mine if begin <= r.start and r.stop <= end and r.start not in skip]
 
     def after_step(self, run, state):
         """Writes the run's state back into the buffers and the parameters'

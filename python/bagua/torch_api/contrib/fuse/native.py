@@ -193,7 +193,7 @@ class NativeGroup:
         if flat.device.type == "cuda":
             device = flat.device.index if flat.device.index is not None else \
                 torch.cuda.current_device()
-        if len(self.lists) >= 4:
+        if len(self.lists) >= 64:  # a few per piece of a pieced group (pipeline.py)
             self.lists.clear()
         olist = self._C.OptimList(device, entries, _DTYPES[flat.dtype], _DTYPES[state_dtype],
                                   chunk_elems=CHUNK_ELEMS, lamb_batch_elems=LAMB_BATCH_ELEMS,

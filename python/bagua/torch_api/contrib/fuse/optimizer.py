@@ -25,7 +25,7 @@ import warnings
 
 import torch
 
-from . import native
+from . import native, pipeline
 from .classify import classify
 from .layout import FlatGroup, Rebuild, Unfusable, check_own_storage
 
@@ -84,8 +84,9 @@ class FusedState:
         self.spec = native.spec_for(optimizer)
         self.stats = collections.Counter(layouts=0, grads_relaid=0, params_relaid=0,
                                          fused_steps=0, skipped_steps=0, native_launches=0,
-                                         generic_calls=0)
+                                         generic_calls=0, resumed_after_relayout=0)
         self.plans = []
+        self._stepped = set()
         self._step_fn = _unwrapped_step(type(optimizer))
         self._inner = None
         if self.kind == "per_tensor" and not (self.spec is not None and self.spec.per_tensor):
@@ -156,31 +157,57 @@ class FusedState:
             self.stats["skipped_steps"] += 1
             return loss
         with torch.no_grad():
+            self._stepped = set()  # parameters (ids) stepped before a rebuild (pipeline.py)
             for attempt in range(3):
                 try:
-                    work = self._prepare_all()
+                    work, piped = self._prepare_all()
+                    self._run_pieces(piped, grad_scale)
                     break
                 except _Retry:
                     if attempt == 2:
                         raise RuntimeError("bagua fuse_optimizer: the parameters kept changing "
                                            "while the step laid them out") from None
             self._run(work, grad_scale)
+            self._stepped = set()
         self.stats["fused_steps"] += 1
         return loss
 
     def _prepare_all(self):
         """Checks and repairs every flat group before anything steps (a
-        rebuilt layout restarts the preparation, never a half-done step)."""
-        work = []
+        rebuilt layout restarts the preparation, never a half-done step),
+        except the large ones checked piece by piece as they step
+        (pipeline.py): (work, pieced)."""
+        work, pieced = [], []
         for plan in self._current_plans():
             if plan.unfused:
                 work.append((plan, None, None))
                 continue
             for flat in plan.flats:
+                ranges = pipeline.pieces(flat, id(flat) in plan.natives)
+                if ranges:
+                    pieced.append((plan, flat, ranges))
+                    continue
                 runs = self._prepare(plan, flat)
                 if runs:
                     work.append((plan, flat, runs))
-        return work
+        return work, pieced
+
+    def _run_pieces(self, pieced, grad_scale):
+        """Large flat groups: each piece checked, then its kernel launched,
+        so the GPU steps one piece while the host checks the next."""
+        progress = []  # [flat, parameters stepped so far]
+        for plan, flat, ranges in pieced:
+            ng = plan.natives[id(flat)]
+            progress.append([flat, 0])
+            for begin, end in ranges:
+                runs = self._prepare(plan, flat, begin, end, progress)
+                for run in runs:
+                    run.refresh_group(plan.group)
+                if runs:
+                    self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
+                for run in runs:
+                    flat.after_step(run, self.optimizer.state)
+                progress[-1][1] = end
 
     def _run(self, work, grad_scale):
         generic, unfused = [], []
@@ -205,14 +232,25 @@ class FusedState:
             for flat in plan.flats:
                 flat.merge_runs()
 
-    def _prepare(self, plan, flat):
+    def _prepare(self, plan, flat, begin=0, end=None, progress=()):
+        """Runs of `flat` among parameters [begin, end) to step, checked and
+        repaired; on a rebuild the step starts over, and parameters already
+        stepped (`progress`: pieces of earlier groups) sit it out."""
         try:
-            missing = flat.check(self.optimizer.state)
+            missing = flat.check(self.optimizer.state, begin, end or 0)
         except Rebuild as e:
             _logger.info("bagua fuse_optimizer: laying out again (%s)", e)
+            if any(upto for _, upto in progress):
+                self.stats["resumed_after_relayout"] += 1
+            for done, upto in progress:
+                self._stepped.update(id(p) for p in done.params[:upto])
             self.layout()
             raise _Retry() from e
-        return flat.active_runs(missing)
+        end = len(flat.params) if end is None else end
+        if self._stepped:
+            missing = list(missing) + [i for i in range(begin, end)
+                                       if id(flat.params[i]) in self._stepped]
+        return flat.active_runs(missing, begin, end)
 
     def _generic_step(self, pairs, grad_scale):
         if grad_scale is not None:

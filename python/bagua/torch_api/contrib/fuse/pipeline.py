@@ -1,0 +1,34 @@
+"""Checking and stepping a large flat group in pieces, so that the GPU works
+while the host checks.
+
+With exact checks (check_flatten=True) the host looks at every parameter
+and gradient before the kernel may read them: on 100,000 parameters that is
+about 1-2 ms, and the GPU, its queue empty, waits for all of it before the
+step's kernel starts. A flat group with a native kernel and at least two
+pieces of PIECE_PARAMS parameters is therefore checked and launched piece
+by piece: the kernel of piece k runs while the host checks piece k + 1, and
+the step costs about one piece's check plus the kernels.
+
+Atomicity: a piece's parameters are stepped only after that piece was
+checked and repaired. A check that needs the layout rebuilt (a parameter
+now of another shape, dtype or device) after earlier pieces stepped
+rebuilds it and steps only the parameters not stepped yet: the step's
+result is the same as if the whole group had been checked first.
+
+BAGUA_FUSE_PIPELINE_PARAMS sets the piece size (default 25000; on CUDA
+only, unless set: tests run the pieces on CPU with a small value; 0 turns
+pieces off).
+"""
+import os
+
+_ENV = os.environ.get("BAGUA_FUSE_PIPELINE_PARAMS")
+PIECE_PARAMS = int(_ENV) if _ENV else 25000
+
+
+def pieces(flat, has_native):
+    """[begin, end) parameter ranges to check and step in turn, or None."""
+    n = len(flat.params)
+    if (not has_native or not flat.exact or PIECE_PARAMS <= 0 or n < 2 * PIECE_PARAMS or
+            (flat.device.type != "cuda" and not _ENV)):
+        return None
+    return [(a, min(n, a + PIECE_PARAMS)) for a in range(0, n, PIECE_PARAMS)]
