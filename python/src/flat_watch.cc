@@ -259,8 +259,9 @@ class FlatWatch {
 
   // Threads for a pass over n parameters: one per kPerThread, at most
   // kMaxThreads and the machine's CPUs (a thread costs tens of microseconds
-  // to start; a parameter 10-100 ns).
-  static constexpr size_t kPerThread = 25000;
+  // to start; a parameter 10-100 ns). A piece of a pieced step (25,000
+  // parameters, fuse/pipeline.py) gets all four.
+  static constexpr size_t kPerThread = 6250;
   static constexpr size_t kMaxThreads = 4;
   static size_t threadsFor(size_t n) {
     const size_t cpus = std::max<size_t>(std::thread::hardware_concurrency(), 1);

@@ -147,7 +147,7 @@ def test_data_moved_inside_the_buffer_and_swapped_tensors_are_seen(check_way):
 
 
 def test_a_group_large_enough_for_several_check_threads_sees_every_change():
-    """FlatWatch splits a group of >= 50,000 parameters over threads
+    """FlatWatch splits a group of >= 12,500 parameters over threads
     (python/src/flat_watch.cc): a gradient set to None, one replaced and a
     .data re-pointed, each in a different thread's part, are all seen and
     the step equals the unfused one."""
