@@ -5,10 +5,12 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
-#include <algorithm>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -175,6 +177,45 @@ class FlatWatch {
     if (layout && !views_.empty() && offsets_.size() == n) enableFields(*layout);
   }
 
+  ~FlatWatch() { endScan(); }
+  FlatWatch(const FlatWatch&) = delete;
+  FlatWatch& operator=(const FlatWatch&) = delete;
+
+  // A pieced step (fuse/pipeline.py): helper threads read the fields of
+  // every parameter, block after block in order, while the caller checks,
+  // repairs and steps the pieces already read. The caller only touches the
+  // parameters of blocks the helpers are done with. No-op without fields.
+  void beginScan() {
+    if (!fields_ || scanning_) return;
+    const size_t n = params_.size();
+    const size_t blocks = (n + kPerThread - 1) / kPerThread;
+    scanned_.assign(n, 0);
+    blockDone_ = std::make_unique<std::atomic<uint8_t>[]>(blocks);
+    for (size_t b = 0; b < blocks; ++b) blockDone_[b].store(0, std::memory_order_relaxed);
+    nextBlock_.store(0);
+    const size_t threads = threadsFor(n);
+    for (size_t t = 0; t < threads; ++t) {
+      helpers_.emplace_back([this, n, blocks] {
+        for (size_t b = nextBlock_.fetch_add(1); b < blocks; b = nextBlock_.fetch_add(1)) {
+          const size_t to = std::min(n, (b + 1) * kPerThread);
+          for (size_t i = b * kPerThread; i < to; ++i) {
+            prefetchAhead(i, to);
+            scanned_[i] = !untouched(i);
+          }
+          blockDone_[b].store(1, std::memory_order_release);
+        }
+      });
+    }
+    scanning_ = true;
+  }
+
+  // Waits for the helpers (they finish their pass) and ends the scan.
+  void endScan() {
+    for (auto& t : helpers_) t.join();
+    helpers_.clear();
+    scanning_ = false;
+  }
+
   // (missing, odd, moved, grads): parameters in [begin, end) (end 0: all)
   // whose gradient is None, whose gradient is another tensor than the view
   // (grads: those gradients), whose data moved.
@@ -185,7 +226,14 @@ class FlatWatch {
                       ") of " + std::to_string(params_.size()) + " parameters");
     Indices missing, odd, moved;
     nb::list grads;
-    if (!fields_) {
+    if (scanning_) {
+      for (size_t b = begin / kPerThread; b * kPerThread < end; ++b) {
+        while (!blockDone_[b].load(std::memory_order_acquire)) std::this_thread::yield();
+      }
+      for (size_t i = begin; i < end; ++i) {
+        if (scanned_[i]) classify(i, missing, odd, moved, grads);
+      }
+    } else if (!fields_) {
       for (size_t i = begin; i < end; ++i) classify(i, missing, odd, moved, grads);
     } else {
       // Each parameter is a chain of three dependent loads (Python object ->
@@ -329,6 +377,12 @@ class FlatWatch {
 
   std::vector<nb::object> params_, views_;
   std::vector<uintptr_t> gradPtrs_, dataPtrs_, offsets_, viewImpls_;
+  // The scan of a pieced step (beginScan).
+  std::vector<uint8_t> scanned_;
+  std::unique_ptr<std::atomic<uint8_t>[]> blockDone_;
+  std::atomic<size_t> nextBlock_{0};
+  std::vector<std::thread> helpers_;
+  bool scanning_ = false;
   nb::object gradDescr_, dataPtr_;
   getter getter_ = nullptr;
   setter setter_ = nullptr;
@@ -360,6 +414,11 @@ void bindFlatWatch(nb::module_& m) {
            "(missing, odd, moved, grads): indices of parameters in [begin, end) (end 0: all) "
            "whose .grad is None, whose .grad is not the group's view (grads: those .grad), "
            "whose data moved.")
+      .def("begin_scan", &FlatWatch::beginScan,
+           "Helper threads read every parameter's fields in order while check(begin, end) "
+           "takes the ranges already read (a pieced step; no-op without fields).")
+      .def("end_scan", &FlatWatch::endScan, nb::call_guard<nb::gil_scoped_release>(),
+           "Waits for the helper threads of begin_scan.")
       .def("set_grads", &FlatWatch::setGrads, "indices"_a, "views"_a,
            "params[i].grad = views[k] for i = indices[k].")
       .def_prop_ro("reads_fields", &FlatWatch::readsFields)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bagua.torch_api.contrib import fuse_optimizer
-from bagua.torch_api.contrib.fuse import pipeline
+from bagua.torch_api.contrib.fuse import layout, pipeline
 from fused_support import loss_of, make_params, max_rel_diff, train
 
 TOL = 1e-6
@@ -76,3 +76,38 @@ def test_a_relayout_in_a_late_piece_steps_each_parameter_once():
     assert fused._bagua_fused.stats["layouts"] == 2
     assert fused._bagua_fused.stats["resumed_after_relayout"] == 1
     assert params[10].shape == (3, 4)
+
+
+def test_helper_threads_read_ahead_of_the_pieces(monkeypatch):
+    """30,000 parameters in pieces of 7,000: the fields are read by helper
+    threads in blocks of 6,250 (FlatWatch.begin_scan) while the pieces are
+    checked and stepped; a gradient set to None, one replaced and a .data
+    re-pointed, in the first, a middle and the last piece, are all seen."""
+    if layout.tensor_layout() is None:
+        pytest.skip("this torch's fields were not found: accessors only")
+    monkeypatch.setattr(pipeline, "PIECE_PARAMS", 7000)
+    n = 30_000
+    torch.manual_seed(0)
+    a = [torch.nn.Parameter(torch.randn(2)) for _ in range(n)]
+    b = [torch.nn.Parameter(p.detach().clone()) for p in a]
+    oa = torch.optim.SGD(a, lr=0.1, momentum=0.9)
+    ob = fuse_optimizer(torch.optim.SGD(b, lr=0.1, momentum=0.9))
+    for step in range(3):
+        grads = [torch.randn(2) for _ in range(n)]
+        for params in (a, b):
+            for p, g in zip(params, grads):
+                if p.grad is None:
+                    p.grad = g.clone()
+                else:
+                    p.grad.copy_(g)
+        if step == 1:
+            for params in (a, b):
+                params[10].grad = None
+                params[15_000].grad = grads[15_000].clone() * 2
+                with torch.no_grad():
+                    params[29_000].data = params[29_000].detach().clone()
+        oa.step()
+        ob.step()
+    assert [len(pipeline.pieces(f, True)) for f in flats(ob)] == [5]
+    assert ob._bagua_fused.stats["params_relaid"] == 1
+    assert max(float((x - y).abs().max()) for x, y in zip(a, b)) <= 1e-5

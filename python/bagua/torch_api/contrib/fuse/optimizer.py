@@ -199,15 +199,19 @@ class FusedState:
         for plan, flat, ranges in pieced:
             ng = plan.natives[id(flat)]
             progress.append([flat, 0])
-            for begin, end in ranges:
-                runs = self._prepare(plan, flat, begin, end, progress)
-                for run in runs:
-                    run.refresh_group(plan.group)
-                if runs:
-                    self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
-                for run in runs:
-                    flat.after_step(run, self.optimizer.state)
-                progress[-1][1] = end
+            flat.watch.begin_scan()  # helper threads read ahead of the pieces
+            try:
+                for begin, end in ranges:
+                    runs = self._prepare(plan, flat, begin, end, progress)
+                    for run in runs:
+                        run.refresh_group(plan.group)
+                    if runs:
+                        self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
+                    for run in runs:
+                        flat.after_step(run, self.optimizer.state)
+                    progress[-1][1] = end
+            finally:
+                flat.watch.end_scan()
 
     def _run(self, work, grad_scale):
         generic, unfused = [], []
@@ -240,6 +244,7 @@ class FusedState:
             missing = flat.check(self.optimizer.state, begin, end or 0)
         except Rebuild as e:
             _logger.info("bagua fuse_optimizer: laying out again (%s)", e)
+            flat.watch.end_scan()  # no helper reads a parameter the new layout moves
             if any(upto for _, upto in progress):
                 self.stats["resumed_after_relayout"] += 1
             for done, upto in progress:

@@ -7,7 +7,10 @@ about 1-2 ms, and the GPU, its queue empty, waits for all of it before the
 step's kernel starts. A flat group with a native kernel and at least two
 pieces of PIECE_PARAMS parameters is therefore checked and launched piece
 by piece: the kernel of piece k runs while the host checks piece k + 1, and
-the step costs about one piece's check plus the kernels.
+the step costs about one piece's check plus the kernels. The reads of
+torch's fields (bagua._C.FlatWatch) run on helper threads started once per
+step, block after block ahead of the pieces (begin_scan); the calling
+thread takes each piece's result, repairs what changed and launches.
 
 Atomicity: a piece's parameters are stepped only after that piece was
 checked and repaired. A check that needs the layout rebuilt (a parameter
