@@ -79,6 +79,18 @@ def test_a_small_budget_stops_early_with_what_was_measured():
     assert search.best() in [h for h, _ in trials]
 
 
+def test_candidates_respect_what_diloco_allows():
+    """H >= F, >= 2 with overlap, > an explicit tau: no candidate the runtime refuses."""
+    from bagua.torch_api.algorithms.diloco import DiLoCoAlgorithm
+
+    def floor(**options):
+        return DiLoCoAlgorithm(**options).reify(None).sync_floor()
+
+    assert floor() == 2 and floor(overlap=False) == 1 and floor(fragments=3) == 3
+    assert floor(overlap_steps=10) == 11
+    assert sync_candidates(16, 4, 64, fragments=floor(overlap_steps=10)) == [16, 32, 64]
+
+
 def test_bad_settings_name_the_value():
     with pytest.raises(ValueError, match="min_sync_every=0"):
         Autotune(min_sync_every=0)

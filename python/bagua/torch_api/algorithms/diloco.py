@@ -42,7 +42,9 @@ class DiLoCoAlgorithmImpl(LocalStepsImpl):
                          timeout_s=ddp.timeout_s)
 
     def sync_floor(self):
-        return max(int(self.options["fragments"]), 2 if self.options["overlap"] else 1)
+        """F fragments need H >= F; overlap needs H >= 2, an explicit tau H > tau."""
+        floor = max(int(self.options["fragments"]), 2 if self.options["overlap"] else 1)
+        return max(floor, int(self.options["overlap_steps"]) + 1)
 
     def change_runtime_sync_every(self, runtime, every):
         runtime.change_sync_every(every, self.stream())
