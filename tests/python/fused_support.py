@@ -4,6 +4,8 @@ element-wise, and a LARS-style one with per-tensor norms, which is not), and
 a driver that trains the fused and the unfused optimizer side by side."""
 import torch
 
+from bagua.torch_api.contrib import fuse_optimizer
+
 
 class Lion(torch.optim.Optimizer):
     """Lion (Chen et al., arXiv 2302.06675) as third-party code writes it."""
@@ -90,3 +92,32 @@ def max_rel_diff(a, b):
     """Largest |a - b| of a tensor relative to that tensor's largest value."""
     return max(((x.detach().double() - y.detach().double()).abs().max() /
                 y.detach().double().abs().max().clamp_min(1e-30)).item() for x, y in zip(a, b))
+
+
+def many_small_with_changes(n, dropped, replaced, moved):
+    """n two-element parameters, SGD momentum unfused (a, oa) and fused (b,
+    ob), 3 steps of random gradients in place; at the second step parameter
+    `dropped` loses its gradient, `replaced` gets a new gradient tensor and
+    `moved` new .data. Returns (a, b, ob)."""
+    torch.manual_seed(0)
+    a = [torch.nn.Parameter(torch.randn(2)) for _ in range(n)]
+    b = [torch.nn.Parameter(p.detach().clone()) for p in a]
+    oa = torch.optim.SGD(a, lr=0.1, momentum=0.9)
+    ob = fuse_optimizer(torch.optim.SGD(b, lr=0.1, momentum=0.9))
+    for step in range(3):
+        grads = [torch.randn(2) for _ in range(n)]
+        for params in (a, b):
+            for p, g in zip(params, grads):
+                if p.grad is None:
+                    p.grad = g.clone()
+                else:
+                    p.grad.copy_(g)
+        if step == 1:
+            for params in (a, b):
+                params[dropped].grad = None
+                params[replaced].grad = grads[replaced].clone() * 2
+                with torch.no_grad():
+                    params[moved].data = params[moved].detach().clone()
+        oa.step()
+        ob.step()
+    return a, b, ob

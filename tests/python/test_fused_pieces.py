@@ -8,7 +8,7 @@ import torch
 
 from bagua.torch_api.contrib import fuse_optimizer
 from bagua.torch_api.contrib.fuse import layout, pipeline
-from fused_support import loss_of, make_params, max_rel_diff, train
+from fused_support import loss_of, make_params, many_small_with_changes, max_rel_diff, train
 
 TOL = 1e-6
 SIZES = [(5,), (7, 3), (64,), (9,), (11, 2), (40,), (3,), (8, 8), (17,), (6, 5), (30,), (2,)]
@@ -86,28 +86,7 @@ def test_helper_threads_read_ahead_of_the_pieces(monkeypatch):
     if layout.tensor_layout() is None:
         pytest.skip("this torch's fields were not found: accessors only")
     monkeypatch.setattr(pipeline, "PIECE_PARAMS", 7000)
-    n = 30_000
-    torch.manual_seed(0)
-    a = [torch.nn.Parameter(torch.randn(2)) for _ in range(n)]
-    b = [torch.nn.Parameter(p.detach().clone()) for p in a]
-    oa = torch.optim.SGD(a, lr=0.1, momentum=0.9)
-    ob = fuse_optimizer(torch.optim.SGD(b, lr=0.1, momentum=0.9))
-    for step in range(3):
-        grads = [torch.randn(2) for _ in range(n)]
-        for params in (a, b):
-            for p, g in zip(params, grads):
-                if p.grad is None:
-                    p.grad = g.clone()
-                else:
-                    p.grad.copy_(g)
-        if step == 1:
-            for params in (a, b):
-                params[10].grad = None
-                params[15_000].grad = grads[15_000].clone() * 2
-                with torch.no_grad():
-                    params[29_000].data = params[29_000].detach().clone()
-        oa.step()
-        ob.step()
+    a, b, ob = many_small_with_changes(30_000, dropped=10, replaced=15_000, moved=29_000)
     assert [len(pipeline.pieces(f, True)) for f in flats(ob)] == [5]
     assert ob._bagua_fused.stats["params_relaid"] == 1
     assert max(float((x - y).abs().max()) for x, y in zip(a, b)) <= 1e-5

@@ -13,7 +13,8 @@ import torch
 
 from bagua.torch_api.contrib import fuse_optimizer
 from bagua.torch_api.contrib.fuse import layout
-from fused_support import build, loss_of, make_params, max_rel_diff, train
+from fused_support import (build, loss_of, make_params, many_small_with_changes, max_rel_diff,
+                           train)
 
 TOL = 1e-6
 
@@ -153,28 +154,8 @@ def test_a_group_large_enough_for_several_check_threads_sees_every_change():
     the step equals the unfused one."""
     if layout.tensor_layout() is None:
         pytest.skip("this torch's fields were not found: accessors only")
-    n = 100_000
-    torch.manual_seed(0)
-    a = [torch.nn.Parameter(torch.randn(2)) for _ in range(n)]
-    b = [torch.nn.Parameter(p.detach().clone()) for p in a]
-    oa = torch.optim.SGD(a, lr=0.1, momentum=0.9)
-    ob = fuse_optimizer(torch.optim.SGD(b, lr=0.1, momentum=0.9))
-    for step in range(3):
-        grads = [torch.randn(2) for _ in range(n)]
-        for params in (a, b):
-            for p, g in zip(params, grads):
-                if p.grad is None:
-                    p.grad = g.clone()
-                else:
-                    p.grad.copy_(g)
-        if step == 1:
-            for params in (a, b):
-                params[10].grad = None            # first part: skipped this step
-                params[60_000].grad = grads[60_000].clone() * 2  # later part: replaced
-                with torch.no_grad():
-                    params[99_000].data = params[99_000].detach().clone()  # last part: moved
-        oa.step()
-        ob.step()
+    # first part: skipped this step; a later part: replaced; the last part: moved
+    a, b, ob = many_small_with_changes(100_000, dropped=10, replaced=60_000, moved=99_000)
     stats = ob._bagua_fused.stats
     assert stats["grads_relaid"] >= 1 and stats["params_relaid"] == 1
     # Rounding (the native kernel does not contract into FMAs) is ~1e-7; a

@@ -66,6 +66,17 @@ def check_supported(ddp, options):
                          f"{unsupported}")
 
 
+def off_reason(ddp, options):
+    """Why a tuner does nothing (logged for world size 1), or None."""
+    if options is None:
+        return "autotune not requested"
+    if ddp.world_size == 1:
+        reason = "world size 1: nothing is communicated, so there is nothing to tune"
+        _log(f"off ({reason})", logging.WARNING)
+        return reason
+    return None
+
+
 def broadcast_json(ddp, obj):
     """Rank 0's JSON-able `obj` on every rank (its length, then its bytes)."""
     data = json.dumps(obj).encode() if ddp.rank == 0 else b""
@@ -126,11 +137,9 @@ class Autotuner:
         self._final = None
         self.start = {"bucket_bytes": ddp.bucket_bytes, "hierarchical": start_hierarchical}
         self.hierarchical = start_hierarchical
-        if options is None:
-            return
-        if ddp.world_size == 1:
-            self.reason = "world size 1: nothing is communicated, so there is nothing to tune"
-            _log(f"off ({self.reason})", logging.WARNING)
+        off = off_reason(ddp, options)
+        if off:
+            self.reason = off
             return
         check_supported(ddp, options)
         if options.state is not None:

@@ -14,12 +14,12 @@ lost. After each decision the ranks compare their schedules (one allgather).
 The search starts at the first training step after the algorithm's
 warm-up (gradient allreduce during the warm-up is not tuned).
 """
-import logging
 import math
 
 import torch
 
-from .autotune import _log, _nan_none, _rate, allgather_ints, broadcast_ints, broadcast_json
+from .autotune import (_log, _nan_none, _rate, allgather_ints, broadcast_ints, broadcast_json,
+                       off_reason)
 from .autotune_settings import FORMAT
 from .autotune_sync_search import REFERENCE, SyncEverySearch, sync_candidates
 
@@ -38,11 +38,9 @@ class SyncEveryTuner:
         self._start_time = None
         self._final = None
         self.start = self.impl.sync_every
-        if options is None:
-            return
-        if ddp.world_size == 1:
-            self.reason = "world size 1: nothing is communicated, so there is nothing to tune"
-            _log(f"off ({self.reason})", logging.WARNING)
+        off = off_reason(ddp, options)
+        if off:
+            self.reason = off
             return
         if options.state is not None:
             self._use_loaded(options)
