@@ -92,7 +92,15 @@ run_tests() {
 # python_test_deps VENV: the versions of the GPU machine (PyTorch 2.11,
 # Lightning 2.6) and the test tools; pip's cache makes reinstalls quick.
 python_test_deps() {
-  "$1/bin/pip" install -q "torch==2.11.0" "lightning>=2.6,<2.7" scikit-learn pytest
+  local deps=("torch==2.11.0" "lightning>=2.6,<2.7" scikit-learn pytest)
+  # Once more after a failure: a dropped connection to PyPI is not a test
+  # failure (one CI run's python-fresh stopped before pytest, its log not
+  # kept; the same tree passed here).
+  "$1/bin/pip" install -q "${deps[@]}" || {
+    echo "setup: pip install of the test dependencies failed; retrying once" >&2
+    sleep 10
+    "$1/bin/pip" install -q "${deps[@]}"
+  }
 }
 
 # run_pytest VENV [pytest args...]: tests/python; last line "N passed, N failed".
@@ -195,7 +203,11 @@ case "$cmd" in
     python3 -m venv "$venv"
     python_test_deps "$venv"
     start=$SECONDS
-    "$venv/bin/pip" install -q . -Csetup-args=-Dgloo=disabled -Csetup-args=-Dcuda=disabled
+    fresh_args=(-Csetup-args=-Dgloo=disabled -Csetup-args=-Dcuda=disabled)
+    "$venv/bin/pip" install -q . "${fresh_args[@]}" || {
+      echo "setup: pip install . failed; retrying once (the build fetches from PyPI)" >&2
+      "$venv/bin/pip" install -q . "${fresh_args[@]}"
+    }
     echo "setup: pip install . took $((SECONDS - start)) s" >&2
     (cd /tmp && "$venv/bin/python" -m bagua.info --no-nccl-check)
     # The suites that run CPU collectives under every algorithm (the rest do
