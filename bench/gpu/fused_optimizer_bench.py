@@ -276,6 +276,33 @@ def sweep(fresh, device, fast, numel, bw, res):
         native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS = defaults
 
 
+def lamb_sweep(device, bw, iters):
+    """LAMB's two passes on the large set against our AdamW, by chunk (elements
+    per thread block) and batch (elements per pass-1/pass-2 pair; pass 2
+    finds pass 1's data in L2 when a batch's p, m and v fit there, and
+    small chunks keep a batch's launch wide enough to fill the GPU)."""
+    shapes = large_shapes(1.0)
+    fresh = lambda: make_set(shapes, device)  # noqa: E731
+    numel = sum(torch.Size(s).numel() for s in shapes)
+    res = []
+    fast = dict(warmup=3, iters=iters)
+    run_config("ours adamw", "adamw", lambda ps: fuse_optimizer(torch_opt("adamw", ps, "")),
+               device, fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
+    defaults = (native.LAMB_CHUNK_ELEMS, native.LAMB_BATCH_ELEMS)
+    grid = [(8192, 0)] + [(chunk, batch << 20) for chunk in (512, 1024, 2048, 4096)
+                          for batch in (1, 2, 4, 6, 8)]
+    try:
+        for chunk, batch in grid:
+            native.LAMB_CHUNK_ELEMS, native.LAMB_BATCH_ELEMS = chunk, batch
+            s = run_config(f"ours lamb chunk={chunk} batch={batch}", "lamb",
+                           lambda ps: fuse_optimizer(torch_opt("lamb", ps, "")), device,
+                           fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
+            log(f"    lamb / adamw: {s['median_ms'] / res[0]['median_ms']:.3f}")
+    finally:
+        native.LAMB_CHUNK_ELEMS, native.LAMB_BATCH_ELEMS = defaults
+    return dict(params=numel, configs=res)
+
+
 def ratios(entry):
     by = {c["name"]: c["median_ms"] for c in entry["configs"]}
     out = {}
@@ -331,6 +358,10 @@ def main():
             for k, v in result[label]["ratios"].items():
                 log(f"  ratio {k}: {v:.3f}")
             save()
+    if "lamb" in parts:
+        log("\n== LAMB sweep (large set)")
+        result["lamb_sweep"] = lamb_sweep(device, bw["gbps"], args.iters)
+        save()
     if "e2e" in parts:
         log("\n== end to end (zero_grad() at torch's default)")
         result["end_to_end"] = bench_end_to_end(device, args.scale)

@@ -81,7 +81,7 @@ def test_sgd_momentum_takes_the_kernel_from_the_first_step():
     assert max_rel_diff(params, ref) <= FP32_TOL
     assert fused._bagua_fused.stats["generic_calls"] == 0
     flats = [f for plan in fused._bagua_fused.plans for f in plan.flats]
-    per_step = sum(len(pipeline.pieces(f, True) or [f]) for f in flats)  # 1 unless in pieces
+    per_step = sum(len(pipeline.pieces(f) or [f]) for f in flats)  # 1 unless in pieces
     assert fused._bagua_fused.stats["native_launches"] == 5 * per_step
 
 

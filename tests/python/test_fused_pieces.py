@@ -1,6 +1,6 @@
 """A large flat group checked and stepped piece by piece (fuse/pipeline.py),
-on the CPU with pieces of 3 parameters: the same results as the unfused
-optimizer with torch's zero_grad(set_to_none=True) every step, missing
+on the CPU with pieces of 3 parameters, native kernels and the generic
+path: the same results as the unfused optimizer with torch's zero_grad(set_to_none=True) every step, missing
 gradients and replaced data; and a re-layout needed in a late piece, after
 earlier pieces stepped, steps every parameter exactly once (fp32, 1e-6)."""
 import pytest
@@ -8,7 +8,7 @@ import torch
 
 from bagua.torch_api.contrib import fuse_optimizer
 from bagua.torch_api.contrib.fuse import layout, pipeline
-from fused_support import loss_of, make_params, many_small_with_changes, max_rel_diff, train
+from fused_support import Lion, loss_of, make_params, many_small_with_changes, max_rel_diff, train
 
 TOL = 1e-6
 SIZES = [(5,), (7, 3), (64,), (9,), (11, 2), (40,), (3,), (8, 8), (17,), (6, 5), (30,), (2,)]
@@ -49,10 +49,34 @@ def test_pieces_step_as_the_unfused_optimizer(make):
     train(make(ref), ref, 10, target, each=each)
     train(fused, params, 10, target, each=each)
     assert max_rel_diff(params, ref) <= TOL
-    assert [len(pipeline.pieces(f, True)) for f in flats(fused)] == [4]
+    assert [len(pipeline.pieces(f)) for f in flats(fused)] == [4]
     stats = fused._bagua_fused.stats
     assert stats["native_launches"] >= 40 and stats["generic_calls"] == 0
     assert stats["grads_relaid"] >= 10 * len(params) - 1  # set_to_none: every step, every grad
+
+
+def test_generic_path_steps_piece_by_piece():
+    """A third-party element-wise optimizer (Lion in plain PyTorch, no native
+    kernel): its own step runs on each piece's flat runs in turn, with a
+    gradient missing in a middle piece and data replaced in the last one."""
+    ref, params = make_params(sizes=SIZES), make_params(sizes=SIZES)
+    target = target_for(ref)
+    make = lambda ps: Lion(ps, lr=0.01, weight_decay=0.1)  # noqa: E731
+    fused = fuse_optimizer(make(params), elementwise=True)
+
+    def each(step, opt, ps):
+        if step == 3:
+            ps[4].grad = None
+        if step == 6:
+            with torch.no_grad():
+                ps[11].data = ps[11].data.clone() * 0.5
+
+    train(make(ref), ref, 10, target, each=each)
+    train(fused, params, 10, target, each=each)
+    assert max_rel_diff(params, ref) <= TOL
+    assert [len(pipeline.pieces(f)) for f in flats(fused)] == [4]
+    stats = fused._bagua_fused.stats
+    assert stats["native_launches"] == 0 and stats["generic_calls"] == 4 * 10
 
 
 def test_a_relayout_in_a_late_piece_steps_each_parameter_once():
@@ -87,6 +111,6 @@ def test_helper_threads_read_ahead_of_the_pieces(monkeypatch):
         pytest.skip("this torch's fields were not found: accessors only")
     monkeypatch.setattr(pipeline, "PIECE_PARAMS", 7000)
     a, b, ob = many_small_with_changes(30_000, dropped=10, replaced=15_000, moved=29_000)
-    assert [len(pipeline.pieces(f, True)) for f in flats(ob)] == [5]
+    assert [len(pipeline.pieces(f)) for f in flats(ob)] == [5]
     assert ob._bagua_fused.stats["params_relaid"] == 1
     assert max(float((x - y).abs().max()) for x, y in zip(a, b)) <= 1e-5

@@ -20,6 +20,7 @@ _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "
 # first one's data in L2), elements per vector access (0: 4 for float32, 8
 # for 16-bit parameters). bench/gpu/fused_optimizer_bench.py sweeps them.
 CHUNK_ELEMS = 8192
+LAMB_CHUNK_ELEMS = 8192
 LAMB_BATCH_ELEMS = 0  # one batch: fastest in the H100 sweep (fused_gpu_2026-11-25)
 PACK_ELEMS = 0
 
@@ -196,7 +197,8 @@ class NativeGroup:
         if len(self.lists) >= 64:  # a few per piece of a pieced group (pipeline.py)
             self.lists.clear()
         olist = self._C.OptimList(device, entries, _DTYPES[flat.dtype], _DTYPES[state_dtype],
-                                  chunk_elems=CHUNK_ELEMS, lamb_batch_elems=LAMB_BATCH_ELEMS,
+                                  chunk_elems=LAMB_CHUNK_ELEMS if self.spec.per_tensor
+                                  else CHUNK_ELEMS, lamb_batch_elems=LAMB_BATCH_ELEMS,
                                   pack_elems=PACK_ELEMS)
         self.lists[ident] = olist
         return olist

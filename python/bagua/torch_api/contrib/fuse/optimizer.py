@@ -183,7 +183,7 @@ class FusedState:
                 work.append((plan, None, None))
                 continue
             for flat in plan.flats:
-                ranges = pipeline.pieces(flat, id(flat) in plan.natives)
+                ranges = pipeline.pieces(flat)
                 if ranges:
                     pieced.append((plan, flat, ranges))
                     continue
@@ -197,7 +197,7 @@ class FusedState:
         so the GPU steps one piece while the host checks the next."""
         progress = []  # [flat, parameters stepped so far]
         for plan, flat, ranges in pieced:
-            ng = plan.natives[id(flat)]
+            ng = plan.natives.get(id(flat))
             progress.append([flat, 0])
             flat.watch.begin_scan()  # helper threads read ahead of the pieces
             try:
@@ -205,10 +205,12 @@ class FusedState:
                     runs = self._prepare(plan, flat, begin, end, progress)
                     for run in runs:
                         run.refresh_group(plan.group)
-                    if runs:
+                    if runs and ng is None:
+                        self._generic_step([(flat, run) for run in runs], grad_scale)
+                    elif runs:
                         self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
-                    for run in runs:
-                        flat.after_step(run, self.optimizer.state)
+                        for run in runs:
+                            flat.after_step(run, self.optimizer.state)
                     progress[-1][1] = end
             finally:
                 flat.watch.end_scan()

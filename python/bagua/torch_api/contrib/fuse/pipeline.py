@@ -4,10 +4,11 @@ while the host checks.
 With exact checks (check_flatten=True) the host looks at every parameter
 and gradient before the kernel may read them: on 100,000 parameters that is
 about 1-2 ms, and the GPU, its queue empty, waits for all of it before the
-step's kernel starts. A flat group with a native kernel and at least two
-pieces of PIECE_PARAMS parameters is therefore checked and launched piece
-by piece: the kernel of piece k runs while the host checks piece k + 1, and
-the step costs about one piece's check plus the kernels. The reads of
+step's kernel starts. A flat group of at least two pieces of PIECE_PARAMS
+parameters is therefore checked and launched piece by piece: the kernel of
+piece k (the native one, or the optimizer's own step on the piece's flat
+runs: the generic path) runs while the host checks piece k + 1, and the
+step costs about one piece's check plus the kernels. The reads of
 torch's fields (bagua._C.FlatWatch) run on helper threads started once per
 step, block after block ahead of the pieces (begin_scan); the calling
 thread takes each piece's result, repairs what changed and launches.
@@ -28,10 +29,10 @@ _ENV = os.environ.get("BAGUA_FUSE_PIPELINE_PARAMS")
 PIECE_PARAMS = int(_ENV) if _ENV else 25000
 
 
-def pieces(flat, has_native):
+def pieces(flat):
     """[begin, end) parameter ranges to check and step in turn, or None."""
     n = len(flat.params)
-    if (not has_native or not flat.exact or PIECE_PARAMS <= 0 or n < 2 * PIECE_PARAMS or
+    if (not flat.exact or PIECE_PARAMS <= 0 or n < 2 * PIECE_PARAMS or
             (flat.device.type != "cuda" and not _ENV)):
         return None
     return [(a, min(n, a + PIECE_PARAMS)) for a in range(0, n, PIECE_PARAMS)]
