@@ -251,7 +251,7 @@ def bench_set(label, shapes, device, bw, iters, kinds):
     if label == "large" and cuda:
         sweep(fresh, device, fast, numel, bw, res)
     if small:
-        host_overhead(shapes, device, ("adamw", "sgd"), res)
+        host_overhead(shapes, device, [k for k in ("adamw", "sgd") if k in kinds], res)
     return dict(tensors=len(shapes), params=numel, configs=res)
 
 
@@ -330,6 +330,8 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="shrink the sets (smoke tests)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--parts", default="correctness,large,small,e2e")
+    ap.add_argument("--kinds", default="adamw,sgd,lion,lamb",
+                    help="optimizers of the large and small parts")
     args = ap.parse_args()
     device = torch.device(args.device)
     parts = args.parts.split(",")
@@ -349,7 +351,7 @@ def main():
     result["copy"] = bw
     log(f"== copy bandwidth: {bw['gbps']:.0f} GB/s (2 x bytes of a "
         f"{bw['bytes'] / 2 ** 30:.2f} GiB copy / its time)")
-    kinds = ["adamw", "sgd", "lion", "lamb"]
+    kinds = args.kinds.split(",")
     for label, shapes in (("large", large_shapes), ("small", small_shapes)):
         if label in parts:
             result[label] = bench_set(label, shapes(args.scale), device, bw["gbps"],

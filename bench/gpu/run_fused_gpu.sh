@@ -10,6 +10,8 @@
 #   WHEEL=<wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT correctness,e2e
 #
 #   PARTS: comma list of correctness,large,small,e2e (default: all of them, ~8-10 min)
+#          and lamb (LAMB on the large set by chunk x batch, with our AdamW)
+#   KINDS: optimizers of the large and small parts (default adamw,sgd,lion,lamb)
 #   GTEST: the kernels' GPU GoogleTest built on the CPU machine
 #          (build/tests/kernels/kernels_gpu_test; the CUDA runtime is linked in):
 #          its OptimCuda.* tests run first (GPU against the CPU reference).
@@ -42,5 +44,5 @@ fi
 # Run from outside the source tree so that `import bagua` is the installed wheel.
 NAME=fused-${PARTS//,/-}
 cd "$OUT" && timeout "${BENCH_TIMEOUT:-420}" python3 "$HERE/fused_optimizer_bench.py" \
-  --out "$OUT/$NAME.json" --parts "$PARTS" 2>&1 | tee "$OUT/$NAME.log"
+  --out "$OUT/$NAME.json" --parts "$PARTS" ${KINDS:+--kinds "$KINDS"} 2>&1 | tee "$OUT/$NAME.log"
 echo "rc=${PIPESTATUS[0]}"

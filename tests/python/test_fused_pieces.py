@@ -79,6 +79,20 @@ def test_generic_path_steps_piece_by_piece():
     assert stats["native_launches"] == 0 and stats["generic_calls"] == 4 * 10
 
 
+def test_a_smaller_first_piece(monkeypatch):
+    """The first piece may be smaller than the others (the GPU waits for its
+    whole check): pieces [0, 1), then of 3; results as the unfused AdamW."""
+    monkeypatch.setattr(pipeline, "FIRST_PIECE_PARAMS", 1)
+    ref, params = make_params(sizes=SIZES), make_params(sizes=SIZES)
+    target = target_for(ref)
+    fused = fuse_optimizer(torch.optim.AdamW(params, lr=0.01))
+    train(torch.optim.AdamW(ref, lr=0.01), ref, 5, target)
+    train(fused, params, 5, target)
+    assert max_rel_diff(params, ref) <= TOL
+    assert [pipeline.pieces(f) for f in flats(fused)] == [
+        [(0, 1), (1, 4), (4, 7), (7, 10), (10, 12)]]
+
+
 def test_a_relayout_in_a_late_piece_steps_each_parameter_once():
     """Before step 4 the last piece's parameter 10 gets data of another shape
     (plain SGD keeps no state, so torch steps it as it is): pieces 0-2 have
