@@ -12,6 +12,9 @@ search    autotune=True from sync_every=--start on a model whose sync is
           winner, no search). A checkpoint taken during the trial without
           syncs must hold the starting H.
 mismatch  a bucket-size state given to this algorithm: ValueError.
+diverge   rank 1's runtime applies twice the H decided (a fault injected
+          here): every rank must stop at that decision with the
+          RuntimeError naming the disagreement, none hangs.
 """
 import argparse
 import io
@@ -122,6 +125,19 @@ def case_mismatch(args, rank, out):
         out["mismatch"] = None
     except ValueError as error:
         out["mismatch"] = str(error)
+
+
+def case_diverge(args, rank, out):
+    model, opt, _ = wrap(args, Autotune(budget_steps=args.budget))
+    impl = model.bagua_algorithm
+    if rank == 1:
+        applied = impl.change_sync_every
+        impl.change_sync_every = lambda every: applied(2 * every)
+    out["diverge"] = None
+    try:
+        train(model, opt, args.budget, args, rank)  # the first decision is within it
+    except RuntimeError as error:
+        out["diverge"] = str(error)
 
 
 def main():

@@ -142,3 +142,13 @@ def test_a_bucket_size_state_is_refused_by_name(job):
     _, ranks, _ = job
     for r in ranks:
         assert "holds a bucket size" in r["mismatch"] and "sync_every" in r["mismatch"]
+
+
+def test_a_rank_that_applied_another_h_stops_every_rank(tmp_path):
+    prefix = str(tmp_path / "job")
+    result = run_ranks("autotune_sync_job.py", 2, ["--case", "diverge", "--out", prefix,
+                                                   "--width", "64", "--budget", "100"],
+                       timeout=120)
+    assert result.returncode == 0, result.stderr[-4000:]
+    for r in load_ranks(prefix, 2):
+        assert r["diverge"] is not None and "ranks disagree at step" in r["diverge"], r
