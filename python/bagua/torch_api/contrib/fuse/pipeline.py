@@ -31,8 +31,8 @@ PIECE_PARAMS = int(_ENV) if _ENV else 25000
 # The first piece, smaller: the GPU waits for its whole check. On the H100
 # (bench/results/fused_generic_pieces_gpu_2026-11-28), pieces of 25,000 after
 # a first of 5,000 took Lion's exact step from 1.28x to 1.13x its step on
-# one flat tensor and AdamW's from 4.8 to 3.1 ms; 12,500 (first 3,000 or
-# not) were in between.
+# one flat tensor (12,500, first 3,000 or not: 1.16-1.21x); AdamW's was
+# 3.08 ms (2.93 with equal pieces in the run before: no gain measured).
 FIRST_PIECE_PARAMS = int(os.environ.get("BAGUA_FUSE_PIPELINE_FIRST", "5000"))
 
 
