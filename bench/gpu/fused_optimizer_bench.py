@@ -256,9 +256,10 @@ def bench_set(label, shapes, device, bw, iters, kinds):
 
 
 def sweep(fresh, device, fast, numel, bw, res):
-    """The kernels' tuning (native.CHUNK_ELEMS, PACK_ELEMS, LAMB_BATCH_ELEMS)
-    on the large set, around the defaults (8192, auto = 4 for fp32, 2M)."""
-    defaults = (native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS)
+    """The element-wise kernels' tuning (native.CHUNK_ELEMS, PACK_ELEMS) on
+    the large set, around the defaults (8192, auto = 4 for fp32); LAMB's is
+    lamb_sweep (--parts lamb)."""
+    defaults = (native.CHUNK_ELEMS, native.PACK_ELEMS)
     try:
         for kind in ("adamw", "sgd"):
             for pack, chunk in ((8, 8192), (4, 32768), (4, 2048)):
@@ -266,14 +267,8 @@ def sweep(fresh, device, fast, numel, bw, res):
                 run_config(f"sweep ours {kind} pack={pack} chunk={chunk}", kind,
                            lambda ps: fuse_optimizer(torch_opt(kind, ps, "")), device,
                            fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
-        native.CHUNK_ELEMS, native.PACK_ELEMS = defaults[:2]
-        for batch in (1 << 20, 2 << 20, 8 << 20):  # the default is 0 (one batch)
-            native.LAMB_BATCH_ELEMS = batch
-            run_config(f"sweep ours lamb batch={batch}", "lamb",
-                       lambda ps: fuse_optimizer(torch_opt("lamb", ps, "")), device,
-                       fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
     finally:
-        native.CHUNK_ELEMS, native.PACK_ELEMS, native.LAMB_BATCH_ELEMS = defaults
+        native.CHUNK_ELEMS, native.PACK_ELEMS = defaults
 
 
 def lamb_sweep(device, bw, iters):

@@ -29,25 +29,33 @@ def flats(opt):
     return [flat for plan in opt._bagua_fused.plans for flat in plan.flats]
 
 
+def ten_steps_with_changes(make, **fuse_args):
+    """10 steps of make(...) unfused and fused on the same problem, with a
+    gradient missing in a middle piece (step 3: that parameter sits out) and
+    data replaced, same shape, in the last piece (step 6): (ref, params, fused)."""
+    ref, params = make_params(sizes=SIZES), make_params(sizes=SIZES)
+    target = target_for(ref)
+    fused = fuse_optimizer(make(params), **fuse_args)
+
+    def each(step, opt, ps):
+        if step == 3:
+            ps[4].grad = None
+        if step == 6:
+            with torch.no_grad():
+                ps[11].data = ps[11].data.clone() * 0.5
+
+    train(make(ref), ref, 10, target, each=each)
+    train(fused, params, 10, target, each=each)
+    return ref, params, fused
+
+
 @pytest.mark.parametrize("make", [
     lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
     lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9, nesterov=True),
     lambda ps: torch.optim.Adagrad(ps, lr=0.05),
 ])
 def test_pieces_step_as_the_unfused_optimizer(make):
-    ref, params = make_params(sizes=SIZES), make_params(sizes=SIZES)
-    target = target_for(ref)
-    fused = fuse_optimizer(make(params))
-
-    def each(step, opt, ps):
-        if step == 3:  # a gradient missing in a middle piece: that parameter sits out
-            ps[4].grad = None
-        if step == 6:  # data replaced (same shape) in the last piece
-            with torch.no_grad():
-                ps[11].data = ps[11].data.clone() * 0.5
-
-    train(make(ref), ref, 10, target, each=each)
-    train(fused, params, 10, target, each=each)
+    ref, params, fused = ten_steps_with_changes(make)
     assert max_rel_diff(params, ref) <= TOL
     assert [len(pipeline.pieces(f)) for f in flats(fused)] == [4]
     stats = fused._bagua_fused.stats
@@ -59,20 +67,8 @@ def test_generic_path_steps_piece_by_piece():
     """A third-party element-wise optimizer (Lion in plain PyTorch, no native
     kernel): its own step runs on each piece's flat runs in turn, with a
     gradient missing in a middle piece and data replaced in the last one."""
-    ref, params = make_params(sizes=SIZES), make_params(sizes=SIZES)
-    target = target_for(ref)
-    make = lambda ps: Lion(ps, lr=0.01, weight_decay=0.1)  # noqa: E731
-    fused = fuse_optimizer(make(params), elementwise=True)
-
-    def each(step, opt, ps):
-        if step == 3:
-            ps[4].grad = None
-        if step == 6:
-            with torch.no_grad():
-                ps[11].data = ps[11].data.clone() * 0.5
-
-    train(make(ref), ref, 10, target, each=each)
-    train(fused, params, 10, target, each=each)
+    ref, params, fused = ten_steps_with_changes(
+        lambda ps: Lion(ps, lr=0.01, weight_decay=0.1), elementwise=True)
     assert max_rel_diff(params, ref) <= TOL
     assert [len(pipeline.pieces(f)) for f in flats(fused)] == [4]
     stats = fused._bagua_fused.stats

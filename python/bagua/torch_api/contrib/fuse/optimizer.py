@@ -208,9 +208,7 @@ class FusedState:
                     if runs and ng is None:
                         self._generic_step([(flat, run) for run in runs], grad_scale)
                     elif runs:
-                        self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
-                        for run in runs:
-                            flat.after_step(run, self.optimizer.state)
+                        self._native_step(ng, plan, flat, runs, grad_scale)
                     progress[-1][1] = end
             finally:
                 flat.watch.end_scan()
@@ -227,9 +225,7 @@ class FusedState:
             if ng is None:
                 generic.extend((flat, run) for run in runs)
                 continue
-            self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
-            for run in runs:
-                flat.after_step(run, self.optimizer.state)
+            self._native_step(ng, plan, flat, runs, grad_scale)
         if generic:
             self._generic_step(generic, grad_scale)
         if unfused:
@@ -237,6 +233,11 @@ class FusedState:
         for plan in self.plans:
             for flat in plan.flats:
                 flat.merge_runs()
+
+    def _native_step(self, ng, plan, flat, runs, grad_scale):
+        self.stats["native_launches"] += ng.step(runs, plan.group, grad_scale)
+        for run in runs:
+            flat.after_step(run, self.optimizer.state)
 
     def _prepare(self, plan, flat, begin=0, end=None, progress=()):
         """Runs of `flat` among parameters [begin, end) to step, checked and
