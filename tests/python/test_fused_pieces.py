@@ -1,8 +1,9 @@
 """A large flat group checked and stepped piece by piece (fuse/pipeline.py),
 on the CPU with pieces of 3 parameters, native kernels and the generic
-path: the same results as the unfused optimizer with torch's zero_grad(set_to_none=True) every step, missing
-gradients and replaced data; and a re-layout needed in a late piece, after
-earlier pieces stepped, steps every parameter exactly once (fp32, 1e-6)."""
+path: the same results as the unfused optimizer with torch's
+zero_grad(set_to_none=True) every step, missing gradients and replaced
+data; and a re-layout needed in a late piece, after earlier pieces
+stepped, steps every parameter exactly once (fp32, 1e-6)."""
 import pytest
 import torch
 
