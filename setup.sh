@@ -199,7 +199,16 @@ case "$cmd" in
   python-fresh)
     # No install_deps: what a user without our system packages gets. (On
     # this machine they may be installed; -D...=disabled stands for absent.)
-    venv=$(mktemp -d)/venv
+    venv_dir=$(mktemp -d)
+    venv=$venv_dir/venv
+    # Removed however the phase ends: a failed install must not leave
+    # gigabytes behind (torch with its CUDA libraries is about 5 GB).
+    trap 'rm -rf "$venv_dir"' EXIT
+    free_kb=$(df -Pk "$venv_dir" | awk 'NR == 2 {print $4}')
+    if [ "$free_kb" -lt $((6 * 1024 * 1024)) ]; then
+      echo "setup: warning: $((free_kb / 1024)) MiB free in $venv_dir; the fresh venv" \
+        "(torch with its CUDA libraries) needs about 6 GiB" >&2
+    fi
     python3 -m venv "$venv"
     python_test_deps "$venv"
     start=$SECONDS
@@ -220,7 +229,6 @@ case "$cmd" in
         and not reference[4] and not four_processes"
     rc=0
     BAGUA_EXPECT_BUILD=cpu-torch-gloo run_pytest "$venv" "$@" || rc=$?
-    rm -rf "$(dirname "$venv")"
     exit $rc
     ;;
   *)
