@@ -7,6 +7,7 @@ import torch
 from fused_support import Lion, build, make_params, max_rel_diff, train
 
 from bagua.torch_api.contrib import Lamb, fuse_optimizer
+from bagua.torch_api.contrib.fuse import native
 
 
 def log(*args):
@@ -19,18 +20,30 @@ def check_correctness(device):
              ("adam", torch.optim.Adam, dict(lr=0.01)),
              ("adagrad", torch.optim.Adagrad, dict(lr=0.05)),
              ("rmsprop", torch.optim.RMSprop, dict(lr=0.001, momentum=0.5)),
-             ("lion", Lion, dict(lr=0.001)), ("lamb", Lamb, dict(lr=0.01))]
+             ("lion", Lion, dict(lr=0.001)), ("lamb", Lamb, dict(lr=0.01)),
+             ("lamb batched", Lamb, dict(lr=0.01))]
+    # "lamb batched": LAMB's persistent kernel (batches of at most 20,000
+    # elements in 1024-element items; the problem's sizes make two batches).
+    batched = dict(LAMB_BATCH_ELEMS=20000, LAMB_CHUNK_ELEMS=1024)
     out = {}
     for dtype, tol in ((torch.float32, 1e-6), (torch.bfloat16, 5e-2)):
         for name, cls, kw in cases:
+            tuning = batched if name == "lamb batched" else {}
+            saved = {k: getattr(native, k) for k in tuning}
             a = make_params(dtype, device=device)
             b = make_params(dtype, device=device)
             gen = torch.Generator().manual_seed(1)
             target = [torch.randn(p.shape, generator=gen).to(device) for p in a]
             oa, ob = build(cls, a, **kw), fuse_optimizer(build(cls, b, **kw))
-            for opt, ps in ((oa, a), (ob, b)):
-                sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.7)
-                train(opt, ps, 100 if dtype == torch.float32 else 50, target, sched)
+            try:
+                for k, v in tuning.items():
+                    setattr(native, k, v)
+                for opt, ps in ((oa, a), (ob, b)):
+                    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.7)
+                    train(opt, ps, 100 if dtype == torch.float32 else 50, target, sched)
+            finally:
+                for k, v in saved.items():
+                    setattr(native, k, v)
             err = max_rel_diff(b, a)
             key = f"{name} {str(dtype).split('.')[-1]}"
             out[key] = dict(max_rel_diff=err, tolerance=tol, ok=err <= tol)

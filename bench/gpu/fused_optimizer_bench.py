@@ -272,10 +272,11 @@ def sweep(fresh, device, fast, numel, bw, res):
 
 
 def lamb_sweep(device, bw, iters):
-    """LAMB's two passes on the large set against our AdamW, by chunk (elements
-    per thread block) and batch (elements per pass-1/pass-2 pair; pass 2
-    finds pass 1's data in L2 when a batch's p, m and v fit there, and
-    small chunks keep a batch's launch wide enough to fill the GPU)."""
+    """LAMB on the large set against our AdamW: the default (one batch, three
+    launches), then the persistent kernel (batches > 1: pass 2 follows pass 1
+    batch by batch and finds its data in L2 when a batch's p, m and v fit
+    there) by chunk (elements per item), batch, resident blocks per SM and
+    lookahead (pass-1 items of the next batch before a batch's pass 2)."""
     shapes = large_shapes(1.0)
     fresh = lambda: make_set(shapes, device)  # noqa: E731
     numel = sum(torch.Size(s).numel() for s in shapes)
@@ -283,18 +284,25 @@ def lamb_sweep(device, bw, iters):
     fast = dict(warmup=3, iters=iters)
     run_config("ours adamw", "adamw", lambda ps: fuse_optimizer(torch_opt("adamw", ps, "")),
                device, fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
-    defaults = (native.LAMB_CHUNK_ELEMS, native.LAMB_BATCH_ELEMS)
-    grid = [(8192, 0)] + [(chunk, batch << 20) for chunk in (512, 1024, 2048, 4096)
-                          for batch in (1, 2, 4, 6, 8)]
+    names = ("LAMB_CHUNK_ELEMS", "LAMB_BATCH_ELEMS", "LAMB_BLOCKS_PER_SM", "LAMB_LOOKAHEAD")
+    defaults = tuple(getattr(native, n) for n in names)
+    grid = [(8192, 0, 0, 0)]
+    grid += [(chunk, batch << 20, per_sm, 0) for chunk in (1024, 2048, 4096)
+             for batch in (1, 2, 4, 8) for per_sm in (2, 0)]
+    grid += [(2048, 4 << 20, 2, ahead) for ahead in (1, 32, 128, 512)]
     try:
-        for chunk, batch in grid:
-            native.LAMB_CHUNK_ELEMS, native.LAMB_BATCH_ELEMS = chunk, batch
-            s = run_config(f"ours lamb chunk={chunk} batch={batch}", "lamb",
+        for config in grid:
+            for n, v in zip(names, config):
+                setattr(native, n, v)
+            chunk, batch, per_sm, ahead = config
+            s = run_config(f"ours lamb chunk={chunk} batch={batch} blocks/SM={per_sm} "
+                           f"lookahead={ahead}", "lamb",
                            lambda ps: fuse_optimizer(torch_opt("lamb", ps, "")), device,
                            fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
             log(f"    lamb / adamw: {s['median_ms'] / res[0]['median_ms']:.3f}")
     finally:
-        native.LAMB_CHUNK_ELEMS, native.LAMB_BATCH_ELEMS = defaults
+        for n, v in zip(names, defaults):
+            setattr(native, n, v)
     return dict(params=numel, configs=res)
 
 

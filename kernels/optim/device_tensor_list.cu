@@ -1,9 +1,11 @@
 // DeviceTensorList (optim_cuda.h): the list's addresses, its segment plan
-// and LAMB's work space in one device allocation, uploaded once.
+// and LAMB's work space (with several batches, its queue: lamb_schedule.h)
+// in one device allocation, uploaded once.
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/optim/lamb_schedule.h"
 #include "kernels/optim/multi_tensor.cuh"
 
 namespace bagua::kernels::optim {
@@ -28,7 +30,7 @@ size_t append(std::vector<unsigned char>& host, const std::vector<T>& v) {
 }  // namespace
 
 DeviceTensorList::DeviceTensorList(const std::vector<TensorRef>& tensors, ListTypes types,
-                                   size_t chunkElems, size_t lambBatchElems, int packElems)
+                                   size_t chunkElems, LambLayout lamb, int packElems)
     : impl_(std::make_unique<Impl>()) {
   Impl& im = *impl_;
   im.mask = checkList("DeviceTensorList", tensors, types);
@@ -45,9 +47,14 @@ DeviceTensorList::DeviceTensorList(const std::vector<TensorRef>& tensors, ListTy
     numel.push_back(t.numel);
     im.elements += t.numel;
   }
-  SegmentPlan plan = planSegments(numel, chunkElems, lambBatchElems);
+  SegmentPlan plan = planSegments(numel, chunkElems, lamb.batchElems);
   im.blocks = plan.blocks();
   im.batches = plan.batches;
+  LambSchedule schedule;
+  if (plan.batches.size() > 1) {
+    im.lambGrid = lambQueueGrid(im, lamb.blocksPerSm);
+    schedule = planLambSchedule(plan.batches, lamb.lookahead > 0 ? lamb.lookahead : im.lambGrid);
+  }
 
   std::vector<uint64_t> ptrs(static_cast<size_t>(kSlots) * tensors.size());
   for (int s = 0; s < kSlots; ++s) {
@@ -64,6 +71,12 @@ DeviceTensorList::DeviceTensorList(const std::vector<TensorRef>& tensors, ListTy
   const size_t tensorBeginAt = append(host, plan.tensorBegin);
   const size_t partialAt = append(host, std::vector<float>(2 * plan.segTensor.size()));
   const size_t trustAt = append(host, std::vector<float>(tensors.size()));
+  const size_t itemsAt = append(host, schedule.items);
+  const size_t blockBatchAt = append(host, schedule.blockBatch);
+  const size_t batchesAt = append(host, plan.batches);
+  const size_t firstPassDoneAt = append(host, std::vector<uint32_t>(plan.batches.size()));
+  const size_t readyAt = append(host, std::vector<uint32_t>(plan.batches.size()));
+  const size_t countersAt = append(host, std::vector<uint32_t>(3));
 
   check(cudaMalloc(&im.memory, host.size()), "cudaMalloc");
   cudaError_t err = cudaMemcpy(im.memory, host.data(), host.size(), cudaMemcpyHostToDevice);
@@ -82,6 +95,16 @@ DeviceTensorList::DeviceTensorList(const std::vector<TensorRef>& tensors, ListTy
   t.partial = reinterpret_cast<float*>(base + partialAt);
   t.trust = reinterpret_cast<float*>(base + trustAt);
   t.n = static_cast<uint32_t>(tensors.size());
+  if (!schedule.items.empty()) {
+    LambQueue& q = im.queue;
+    q.items = reinterpret_cast<const uint32_t*>(base + itemsAt);
+    q.blockBatch = reinterpret_cast<const uint32_t*>(base + blockBatchAt);
+    q.batches = reinterpret_cast<const Batch*>(base + batchesAt);
+    q.firstPassDone = reinterpret_cast<uint32_t*>(base + firstPassDoneAt);
+    q.ready = reinterpret_cast<uint32_t*>(base + readyAt);
+    q.counters = reinterpret_cast<uint32_t*>(base + countersAt);
+    q.itemCount = static_cast<uint32_t>(schedule.items.size());
+  }
 }
 
 DeviceTensorList::~DeviceTensorList() {

@@ -11,6 +11,7 @@ struct ElementwiseOp {
   static constexpr bool kReadsGrad = true;
   static constexpr bool kWritesParam = true;
   static constexpr bool kWritesState = true;
+  static constexpr bool kL2Loads = false;
   __device__ void begin(const DeviceTable&, uint32_t) {}
   __device__ void end(const DeviceTable&, uint32_t) {}
 };

@@ -6,6 +6,8 @@
 //
 // An operation Op provides
 //   kReadsGrad, kWritesParam, kWritesState            what the walk loads and stores
+//   kL2Loads       loads from L2 only: data that other blocks of the same
+//                  launch wrote (an SM's L1 is not coherent with them)
 //   __device__ void operator()(float& p, float g, float (&s)[3])
 //   __device__ void begin(const DeviceTable&, uint32_t segment)   before a segment
 //   __device__ void end(const DeviceTable&, uint32_t segment)     after it (every thread)
@@ -37,8 +39,24 @@ struct DeviceTable {
   uint32_t n = 0;
 };
 
+// LAMB's persistent kernel over several batches (lamb_schedule.h); items
+// null: one batch, no queue.
+struct LambQueue {
+  const uint32_t* items = nullptr;       // hand-out order
+  const uint32_t* blockBatch = nullptr;  // per block
+  const Batch* batches = nullptr;
+  uint32_t* firstPassDone = nullptr;  // per batch: its pass-1 blocks done (the last resets it)
+  uint32_t* ready = nullptr;          // per batch: the step whose trust ratios are written
+  // [0] next item, [1] blocks that ran out of items, [2] the last step run;
+  // the last block out resets [0] and [1], so the next launch starts afresh.
+  uint32_t* counters = nullptr;
+  uint32_t itemCount = 0;
+};
+
 struct DeviceTensorList::Impl {
   DeviceTable table;
+  LambQueue queue;
+  uint32_t lambGrid = 0;  // the persistent kernel's blocks (queue.items set)
   void* memory = nullptr;
   std::vector<Batch> batches;
   size_t tensors = 0, elements = 0, blocks = 0;
@@ -46,6 +64,10 @@ struct DeviceTensorList::Impl {
   ListTypes types;
   unsigned mask = 0;
 };
+
+// The persistent LAMB kernel's grid on the current device: blocksPerSm
+// (0: as many as fit) times the SMs. Throws std::runtime_error.
+uint32_t lambQueueGrid(const DeviceTensorList::Impl& list, uint32_t blocksPerSm);
 
 struct DevF32 {
   using Bits = float;
@@ -108,6 +130,31 @@ __device__ __forceinline__ uint32_t vectorHead(const SegmentPtrs<P, S>& q) {
   return same ? head : kNoVector;
 }
 
+// G elements of type T at p; from L2 only (ld.global.cg) when L2.
+template <bool L2, int G, typename T>
+__device__ __forceinline__ Pack<T, G> loadAt(const T* p) {
+  if constexpr (!L2) {
+    return loadPack<G>(p);
+  } else {
+    Pack<T, G> out;
+    constexpr size_t kBytes = sizeof(out);
+    if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+      for (size_t k = 0; k < kBytes / 16; ++k) {
+        reinterpret_cast<uint4*>(&out)[k] = __ldcg(reinterpret_cast<const uint4*>(p) + k);
+      }
+    } else if constexpr (kBytes == 8) {
+      *reinterpret_cast<uint2*>(&out) = __ldcg(reinterpret_cast<const uint2*>(p));
+    } else if constexpr (kBytes == 4) {
+      *reinterpret_cast<unsigned*>(&out) = __ldcg(reinterpret_cast<const unsigned*>(p));
+    } else {
+      static_assert(kBytes == 2);
+      *reinterpret_cast<unsigned short*>(&out) = __ldcg(reinterpret_cast<const unsigned short*>(p));
+    }
+    return out;
+  }
+}
+
 // G elements at index i: load, operate, store.
 template <int G, typename P, typename S, typename Op>
 __device__ __forceinline__ void elements(const SegmentPtrs<P, S>& q, uint32_t i, const float* scale,
@@ -116,16 +163,16 @@ __device__ __forceinline__ void elements(const SegmentPtrs<P, S>& q, uint32_t i,
   using SB = typename S::Bits;
   float p[G], g[G], s[3][G];
   if (q.master != nullptr) {
-    const Pack<float, G> x = loadPack<G>(q.master + i);
+    const Pack<float, G> x = loadAt<Op::kL2Loads, G>(q.master + i);
 #pragma unroll
     for (int e = 0; e < G; ++e) p[e] = x.v[e];
   } else {
-    const Pack<PB, G> x = loadPack<G>(q.param + i);
+    const Pack<PB, G> x = loadAt<Op::kL2Loads, G>(q.param + i);
 #pragma unroll
     for (int e = 0; e < G; ++e) p[e] = P::load(x.v[e]);
   }
   if (Op::kReadsGrad) {
-    Pack<PB, G> x = loadPack<G>(q.grad + i);
+    Pack<PB, G> x = loadAt<Op::kL2Loads, G>(q.grad + i);
 #pragma unroll
     for (int e = 0; e < G; ++e) g[e] = P::load(x.v[e]);
     if (scale != nullptr) {
@@ -141,7 +188,7 @@ __device__ __forceinline__ void elements(const SegmentPtrs<P, S>& q, uint32_t i,
 #pragma unroll
   for (int k = 0; k < 3; ++k) {
     if (q.state[k] != nullptr) {
-      const Pack<SB, G> x = loadPack<G>(q.state[k] + i);
+      const Pack<SB, G> x = loadAt<Op::kL2Loads, G>(q.state[k] + i);
 #pragma unroll
       for (int e = 0; e < G; ++e) s[k][e] = S::load(x.v[e]);
     }

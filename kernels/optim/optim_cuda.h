@@ -1,5 +1,5 @@
 // The fused optimizers on the GPU: one launch updates every tensor of a list
-// (LAMB: three per batch, segments.h), whatever the tensors' sizes. The list
+// (LAMB: three, or one persistent kernel: LambLayout), whatever the tensors' sizes. The list
 // (addresses of every slot, the segment plan, LAMB's work space) is uploaded
 // once into device memory by DeviceTensorList and reused every step until the
 // set of tensors changes; a step passes only its scalars. Same arguments,
@@ -20,10 +20,21 @@
 namespace bagua::kernels::optim {
 
 constexpr size_t kDefaultChunkElems = 8192;
-// 0: one batch (three launches a step). Measured on one H100, 1B set: 14.6 ms
-// against 28.1 ms with 2M-element batches (bench/results/fused_gpu_2026-11-25):
-// fewer launches gain more than L2 reuse between the passes.
-constexpr size_t kDefaultLambBatchElems = 0;
+
+// How LAMB runs a list. One batch (batchElems 0): three launches a step over
+// the whole list (pass 1, trust ratios, pass 2). Several: one persistent
+// kernel in which pass 2 follows pass 1 batch by batch, on the data pass 1
+// left in L2 (lamb_schedule.h). Measured on one H100, 1B set, three launches
+// per batch instead: 16.1 ms at 8M-element batches against 14.3 ms for one
+// batch (bench/results/fused_generic_pieces_gpu_2026-11-28).
+struct LambLayout {
+  size_t batchElems = 0;
+  // Pass-1 blocks of the next batch handed out before a batch's pass 2; 0:
+  // as many as the kernel has blocks.
+  uint32_t lookahead = 0;
+  // Resident blocks per SM of the persistent kernel; 0: as many as fit.
+  uint32_t blocksPerSm = 0;
+};
 // Elements per vector access of a thread: 4 (one 16-byte access per fp32
 // slot) or 8 (two; one for 16-bit parameters); 0 picks 4 for float32
 // parameters and 8 for 16-bit ones.
@@ -38,8 +49,8 @@ class DeviceTensorList {
   // std::invalid_argument for a bad list or packElems other than 0, 4, 8,
   // std::runtime_error for CUDA errors.
   DeviceTensorList(const std::vector<TensorRef>& tensors, ListTypes types,
-                   size_t chunkElems = kDefaultChunkElems,
-                   size_t lambBatchElems = kDefaultLambBatchElems, int packElems = kAutoPack);
+                   size_t chunkElems = kDefaultChunkElems, LambLayout lamb = {},
+                   int packElems = kAutoPack);
   ~DeviceTensorList();
   DeviceTensorList(const DeviceTensorList&) = delete;
   DeviceTensorList& operator=(const DeviceTensorList&) = delete;

@@ -1,7 +1,8 @@
 // bagua._C.OptimList (optim_binding.h).
 //
 // OptimList(device, tensors, param_dtype, state_dtype, chunk_elems,
-// lamb_batch_elems, pack_elems): `tensors` is a list of (numel, param, grad, state0,
+// lamb_batch_elems, pack_elems, lamb_lookahead, lamb_blocks_per_sm)
+// (optim::LambLayout for the lamb_ ones): `tensors` is a list of (numel, param, grad, state0,
 // state1, state2, master) with addresses as integers (0: slot unused);
 // device "cpu" or a CUDA device index >= 0. A CUDA list is uploaded once
 // (kernels/optim/optim_cuda.h); each step passes its scalars, the AMP
@@ -43,7 +44,8 @@ const float* floatAt(uintptr_t p) { return reinterpret_cast<const float*>(p); }
 class OptimList {
  public:
   OptimList(int device, const std::vector<Entry>& tensors, const std::string& paramDtype,
-            const std::string& stateDtype, size_t chunkElems, size_t lambBatchElems, int packElems)
+            const std::string& stateDtype, size_t chunkElems, size_t lambBatchElems, int packElems,
+            uint32_t lambLookahead, uint32_t lambBlocksPerSm)
       : device_(device) {
     types_.param = parseDType(paramDtype);
     types_.state = parseDType(stateDtype);
@@ -58,12 +60,14 @@ class OptimList {
     if (device_ < 0) return;
 #if BAGUA_PYTHON_HAVE_NCCL
     DeviceScope scope(device_);
-    list_ = std::make_unique<optim::DeviceTensorList>(refs_, types_, chunkElems, lambBatchElems,
-                                                      packElems);
+    const optim::LambLayout lamb{lambBatchElems, lambLookahead, lambBlocksPerSm};
+    list_ = std::make_unique<optim::DeviceTensorList>(refs_, types_, chunkElems, lamb, packElems);
 #else
     (void)chunkElems;
     (void)lambBatchElems;
     (void)packElems;
+    (void)lambLookahead;
+    (void)lambBlocksPerSm;
     BAGUA_THROW(NotAvailable, "bagua._C.OptimList: this build has no CUDA kernels (device " +
                                   std::to_string(device_) + ")");
 #endif
@@ -142,9 +146,10 @@ void bindOptim(nb::module_& m) {
   const uintptr_t none = 0;
   nb::class_<OptimList>(m, "OptimList")
       .def(nb::init<int, const std::vector<Entry>&, const std::string&, const std::string&, size_t,
-                    size_t, int>(),
+                    size_t, int, uint32_t, uint32_t>(),
            "device"_a, "tensors"_a, "param_dtype"_a, "state_dtype"_a, "chunk_elems"_a = 8192,
-           "lamb_batch_elems"_a = size_t{0}, "pack_elems"_a = 0,
+           "lamb_batch_elems"_a = size_t{0}, "pack_elems"_a = 0, "lamb_lookahead"_a = 0u,
+           "lamb_blocks_per_sm"_a = 0u,
            "A tensor list for the fused optimizers: device -1 (CPU) or a CUDA index; tensors "
            "(numel, param, grad, state0, state1, state2, master) as addresses (0: unused).")
       .def("__len__", &OptimList::size)

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -82,11 +83,12 @@ class OptimCuda : public ::testing::Test {
   void run(ListTypes types, unsigned slots, size_t shift, int steps,
            const std::function<cudaError_t(const DeviceTensorList&, int)>& gpu,
            const std::function<void(const std::vector<TensorRef>&, int)>& cpu, OptimCase& gotOut,
-           OptimCase& wantOut, int pack = kAutoPack) {
-    OptimCase want = makeOptimCase(types, mixedSizes(), slots, 5 + shift);
+           OptimCase& wantOut, int pack = kAutoPack, size_t chunk = kDefaultChunkElems,
+           LambLayout lamb = {}, const std::vector<size_t>& sizes = mixedSizes()) {
+    OptimCase want = makeOptimCase(types, sizes, slots, 5 + shift);
     OptimCase got = want;
     DeviceCase device(got, shift);
-    DeviceTensorList list(device.refs(), types, kDefaultChunkElems, kDefaultLambBatchElems, pack);
+    DeviceTensorList list(device.refs(), types, chunk, lamb, pack);
     for (int step = 1; step <= steps; ++step) {
       got.newGrads(900 + step);
       want.newGrads(900 + step);
@@ -162,6 +164,20 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
   }
 }
 
+// LAMB: the moments with the CPU's bits, parameters within the rounding of
+// the norms (summed in another order).
+void expectLambClose(const OptimCase& got, const OptimCase& want, const std::string& what) {
+  EXPECT_EQ(got.bytes[kState0], want.bytes[kState0]) << what;
+  EXPECT_EQ(got.bytes[kState1], want.bytes[kState1]) << what;
+  for (size_t t = 0; t < got.numel.size(); ++t) {
+    for (size_t i = 0; i < got.numel[t]; ++i) {
+      const float g = got.at(kParam, t, i), w = want.at(kParam, t, i);
+      ASSERT_NEAR(g, w, 1e-6f * (1.0f + std::fabs(w)))
+          << what << ": tensor " << t << " element " << i;
+    }
+  }
+}
+
 TEST_F(OptimCuda, LambWithinRoundingOfItsNorms) {
   OptimCase got, want;
   LambArgs lamb;
@@ -178,11 +194,45 @@ TEST_F(OptimCuda, LambWithinRoundingOfItsNorms) {
         lambStepCpu(r, types, lamb);
       },
       got, want);
-  EXPECT_EQ(got.bytes[kState0], want.bytes[kState0]);  // moments: the same bits
-  for (size_t t = 0; t < got.numel.size(); ++t) {
-    for (size_t i = 0; i < got.numel[t]; ++i) {
-      const float g = got.at(kParam, t, i), w = want.at(kParam, t, i);
-      ASSERT_NEAR(g, w, 1e-6f * (1.0f + std::fabs(w))) << "tensor " << t << " element " << i;
+  expectLambClose(got, want, "one batch");
+}
+
+// Several batches: the persistent kernel (lamb_schedule.h), over several
+// steps (its queue resets itself between launches), with a grid of one
+// block per SM and a lookahead of one block (pass-2 items wait), with every
+// block that fits, and on a few hundred tensors of mixed sizes.
+TEST_F(OptimCuda, LambPersistentKernelWithinRoundingOfItsNorms) {
+  std::vector<size_t> many;
+  for (size_t t = 0; t < 300; ++t) many.push_back(1 + (t * 7919) % 30000);
+  struct Case {
+    const char* name;
+    size_t chunk;
+    LambLayout layout;
+    std::vector<size_t> sizes;
+  };
+  const Case cases[] = {{"batches of 5000", 1024, {5000, 0, 0}, mixedSizes()},
+                        {"lookahead 1, 1 block/SM", 1024, {5000, 1, 1}, mixedSizes()},
+                        {"lookahead 1000", 512, {3000, 1000, 0}, mixedSizes()},
+                        {"300 tensors", 1024, {100000, 0, 0}, many},
+                        {"300 tensors, 2 blocks/SM", 2048, {60000, 64, 2}, many}};
+  for (const Case& c : cases) {
+    for (ListTypes types : {ListTypes{DType::kFloat32, DType::kFloat32},
+                            ListTypes{DType::kBFloat16, DType::kFloat32}}) {
+      OptimCase got, want;
+      LambArgs lamb;
+      lamb.weightDecay = 0.01;
+      run(
+          types, slotBit(kState0) | slotBit(kState1), 0, 4,
+          [&](const DeviceTensorList& l, int step) {
+            lamb.step = step;
+            return lambStep(l, lamb, {}, nullptr);
+          },
+          [&](const std::vector<TensorRef>& r, int step) {
+            lamb.step = step;
+            lambStepCpu(r, types, lamb);
+          },
+          got, want, kAutoPack, c.chunk, c.layout, c.sizes);
+      expectLambClose(got, want, c.name);
     }
   }
 }
@@ -197,7 +247,8 @@ TEST_F(OptimCuda, DeviceGradScaleUnscalesLikeTheCpu) {
   const ListTypes types{DType::kBFloat16, DType::kFloat32};
   OptimCase got, want;
   AdamArgs adam;
-  run(types, slotBit(kState0) | slotBit(kState1), 0, 2,
+  run(
+      types, slotBit(kState0) | slotBit(kState1), 0, 2,
       [&](const DeviceTensorList& l, int step) {
         adam.step = step;
         return adamStep(l, adam, AmpArgs{nullptr, scale}, nullptr);
@@ -225,8 +276,23 @@ TEST_F(OptimCuda, DeviceFoundInfSkipsTheStep) {
   ASSERT_CUDA(lambStep(list, LambArgs{}, AmpArgs{flag, nullptr}, nullptr));
   ASSERT_CUDA(cudaDeviceSynchronize());
   device.download(host);
-  cudaFree(flag);
   EXPECT_EQ(host.bytes, before.bytes);
+
+  // The persistent kernel skips too, and its queue still runs the next step.
+  DeviceTensorList queued(device.refs(), host.types, 1024, LambLayout{5000, 0, 0});
+  ASSERT_CUDA(lambStep(queued, LambArgs{}, AmpArgs{flag, nullptr}, nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  device.download(host);
+  EXPECT_EQ(host.bytes, before.bytes);
+  const float zero = 0.0f;
+  ASSERT_CUDA(cudaMemcpy(flag, &zero, sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(lambStep(queued, LambArgs{}, AmpArgs{flag, nullptr}, nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  device.download(host);
+  OptimCase want = before;
+  lambStepCpu(want.refs(), want.types, LambArgs{});
+  expectLambClose(host, want, "after a skipped step");
+  cudaFree(flag);
 }
 
 }  // namespace

@@ -16,12 +16,16 @@ from .lamb import Lamb
 _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 # Tuning of the CUDA lists (kernels/optim/optim_cuda.h), read when a list is
-# built: elements per thread block, LAMB's batch (its second pass finds the
-# first one's data in L2), elements per vector access (0: 4 for float32, 8
-# for 16-bit parameters). bench/gpu/fused_optimizer_bench.py sweeps them.
+# built: elements per thread block, LAMB's layout (LambLayout: batches > 1
+# run one persistent kernel whose second pass finds the first one's data in
+# L2; the lookahead and resident blocks per SM of that kernel, 0: auto),
+# elements per vector access (0: 4 for float32, 8 for 16-bit parameters).
+# bench/gpu/fused_optimizer_bench.py sweeps them.
 CHUNK_ELEMS = 8192
 LAMB_CHUNK_ELEMS = 8192
-LAMB_BATCH_ELEMS = 0  # one batch: fastest in the H100 sweep (fused_gpu_2026-11-25)
+LAMB_BATCH_ELEMS = 0  # one batch, three launches; the persistent kernel is not measured yet
+LAMB_LOOKAHEAD = 0
+LAMB_BLOCKS_PER_SM = 0
 PACK_ELEMS = 0
 
 
@@ -196,17 +200,19 @@ class NativeGroup:
                 torch.cuda.current_device()
         if len(self.lists) >= 64:  # a few per piece of a pieced group (pipeline.py)
             self.lists.clear()
+        lamb = dict(chunk_elems=LAMB_CHUNK_ELEMS, lamb_batch_elems=LAMB_BATCH_ELEMS,
+                    lamb_lookahead=LAMB_LOOKAHEAD, lamb_blocks_per_sm=LAMB_BLOCKS_PER_SM)
         olist = self._C.OptimList(device, entries, _DTYPES[flat.dtype], _DTYPES[state_dtype],
-                                  chunk_elems=LAMB_CHUNK_ELEMS if self.spec.per_tensor
-                                  else CHUNK_ELEMS, lamb_batch_elems=LAMB_BATCH_ELEMS,
-                                  pack_elems=PACK_ELEMS)
+                                  pack_elems=PACK_ELEMS,
+                                  **(lamb if self.spec.per_tensor else
+                                     dict(chunk_elems=CHUNK_ELEMS)))
         self.lists[ident] = olist
         return olist
 
     def step(self, runs, group, grad_scale):
-        """Launches the kernel over `runs`, one launch (Lamb: three per
-        batch) per set of runs at the same step count; returns the number
-        of kernel calls."""
+        """Launches the kernel over `runs`, one launch (Lamb: three, or one
+        persistent kernel with batches) per set of runs at the same step
+        count; returns the number of kernel calls."""
         keys = self.spec.tensor_keys(group)
         buckets = {}
         for run in runs:
