@@ -14,6 +14,8 @@
 #            configuration; tcp is always measured (default: "spin:spin yield:yield")
 #   CPUS     taskset list for every process (default: all allowed)
 #   ITERS    timed messages per run (default: 64 MiB worth, at least 20)
+#   TCP_SLOTS  buffers the tcp baseline cycles over (default 1; 4 = the
+#            plugin side's working set at its depth of 4)
 # Run from the repository root after ninja -C build.
 set -euo pipefail
 OUT=${1:?usage: abi_client_bench.sh OUT [ROUNDS] [SIZES]}
@@ -39,7 +41,7 @@ one() {
     if [[ $e == plugin=* ]]; then plugin=${e#plugin=}; else kept+=("$e"); fi
   done
   env=("${kept[@]}")
-  if [ "$name" = tcp ]; then args=(--tcp); else args=(--plugin "$plugin" --poll "$poll"); fi
+  if [ "$name" = tcp ]; then args=(--tcp --tcp-slots "${TCP_SLOTS:-1}"); else args=(--plugin "$plugin" --poll "$poll"); fi
   args+=(--dir "$dir" --size "$size" --iters "$iters" --warmup 5)
   env "${env[@]}" "${TASKSET[@]}" "$CLIENT" --role recv "${args[@]}" >"$dir/out" &
   local receiver=$!
@@ -54,7 +56,7 @@ echo -e "round\tsize\tconfig\tgbps\tcpu_s_per_gb" >"$OUT/runs.tsv"
   echo "date: $(date -u +%FT%TZ) commit: $(git rev-parse --short HEAD 2>/dev/null)"
   echo "cpus: $(nproc) allowed $(grep Cpus_allowed_list /proc/self/status | cut -f2)"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "configs: tcp $CONFIGS; rounds $ROUNDS; sizes $SIZES"
+  echo "configs: tcp (slots ${TCP_SLOTS:-1}) $CONFIGS; rounds $ROUNDS; sizes $SIZES"
 } >"$OUT/env.txt"
 for ((r = 1; r <= ROUNDS; ++r)); do
   for size in $SIZES; do

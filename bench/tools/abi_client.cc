@@ -12,12 +12,15 @@
 // the oldest: --poll spin calls it again at once (the proxy thread while it
 // has work), --poll yield calls sched_yield() between polls (the idle proxy).
 // --tcp is the baseline: one blocking TCP socket, send()/recv(MSG_WAITALL)
-// of whole messages. The receiver times messages --warmup+1 ..
+// of whole messages, all in one buffer, or cycling over --tcp-slots N
+// buffers (N = --depth: the plugin side's working set, as an application
+// that moves different buffers has; one buffer of 1 MiB stays in a core's
+// L2 and makes the copies cheaper). The receiver times messages --warmup+1 ..
 // --warmup+--iters and prints one line: "recv SIZE GB/s RATE cpu_s_per_GB C".
 //
 // Options: --plugin PATH (default libnccl-net-bagua.so), --abi 11|12
 // (default 12), --iters N (default 50), --warmup W (default 10),
-// --timeout S (default 60).
+// --tcp-slots N (default 1), --timeout S (default 60).
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <netinet/in.h>
@@ -51,6 +54,7 @@ struct Options {
   int iters = 50;
   int warmup = 10;
   int depth = 4;
+  int tcpSlots = 1;
   int abi = 12;
   bool spin = true;
   bool tcp = false;
@@ -91,6 +95,8 @@ Options parse(int argc, char** argv) {
       o.warmup = std::atoi(value.c_str());
     } else if (flag == "--depth") {
       o.depth = std::atoi(value.c_str());
+    } else if (flag == "--tcp-slots") {
+      o.tcpSlots = std::atoi(value.c_str());
     } else if (flag == "--abi") {
       o.abi = std::atoi(value.c_str());
     } else if (flag == "--poll") {
@@ -104,8 +110,9 @@ Options parse(int argc, char** argv) {
     }
   }
   if ((o.role != "send" && o.role != "recv") || o.dir.empty()) die("--role send|recv and --dir D");
-  if (o.size == 0 || o.iters < 1 || o.warmup < 0 || o.depth < 1 || o.depth > 32) {
-    die("bad --size, --iters, --warmup or --depth");
+  if (o.size == 0 || o.iters < 1 || o.warmup < 0 || o.depth < 1 || o.depth > 32 ||
+      o.tcpSlots < 1 || o.tcpSlots > 32) {
+    die("bad --size, --iters, --warmup, --depth or --tcp-slots");
   }
   if (o.abi != 11 && o.abi != 12) die("--abi takes 11 or 12");
   return o;
@@ -262,7 +269,8 @@ int plugin(const Options& o) {
 // ---- the baseline: one blocking TCP socket ----------------------------------
 
 int tcp(const Options& o) {
-  std::vector<char> buffer(o.size, 1);
+  std::vector<char> buffer(o.size * static_cast<size_t>(o.tcpSlots), 1);
+  auto slot = [&](int i) { return buffer.data() + static_cast<size_t>(i % o.tcpSlots) * o.size; };
   const int total = o.warmup + o.iters;
   int fd = -1;
   if (o.role == "recv") {
@@ -287,7 +295,7 @@ int tcp(const Options& o) {
         t0 = Clock::now();
         cpu0 = cpuSeconds();
       }
-      if (recv(fd, buffer.data(), o.size, MSG_WAITALL) != static_cast<ssize_t>(o.size)) {
+      if (recv(fd, slot(i), o.size, MSG_WAITALL) != static_cast<ssize_t>(o.size)) {
         die("recv: %s", strerror(errno));
       }
     }
@@ -304,7 +312,7 @@ int tcp(const Options& o) {
     for (int i = 0; i < total; ++i) {
       size_t sent = 0;
       while (sent < o.size) {
-        ssize_t n = send(fd, buffer.data() + sent, o.size - sent, MSG_NOSIGNAL);
+        ssize_t n = send(fd, slot(i) + sent, o.size - sent, MSG_NOSIGNAL);
         if (n <= 0) die("send: %s", strerror(errno));
         sent += static_cast<size_t>(n);
       }
