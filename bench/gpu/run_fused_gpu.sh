@@ -10,7 +10,8 @@
 #   WHEEL=<wheel> [GTEST=<kernels_gpu_test>] bash bench/gpu/run_fused_gpu.sh OUT correctness,e2e
 #
 #   PARTS: comma list of correctness,large,small,e2e (default: all of them, ~8-10 min)
-#          and lamb (LAMB on the large set by chunk x batch, with our AdamW)
+#          and lamb (LAMB on the large set: the default, then the persistent kernel by
+#          chunk, batch, blocks per SM and lookahead; with our AdamW)
 #   KINDS: optimizers of the large and small parts (default adamw,sgd,lion,lamb)
 #   GTEST: the kernels' GPU GoogleTest built on the CPU machine
 #          (build/tests/kernels/kernels_gpu_test; the CUDA runtime is linked in):
