@@ -42,7 +42,7 @@ constexpr int kAutoPack = 0;
 
 // The device-resident table of a tensor list. Built on the current device;
 // the steps must run there. A list is used by one stream at a time (LAMB's
-// norms live in it). Not copyable.
+// norms and its queue live in it). Not copyable.
 class DeviceTensorList {
  public:
   // Checks the list (checkList) and uploads it (synchronously). Throws
