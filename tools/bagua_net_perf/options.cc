@@ -98,9 +98,11 @@ std::vector<Pattern> parsePatterns(const std::string& text) {
       patterns.push_back(Pattern::kUni);
     } else if (name == "pingpong") {
       patterns.push_back(Pattern::kPingPong);
+    } else if (name == "tree") {
+      patterns.push_back(Pattern::kTree);
     } else {
-      throw UsageError("--pattern expects ring, uni or pingpong (comma-separated), got '" + name +
-                       "'");
+      throw UsageError("--pattern expects ring, uni, pingpong or tree (comma-separated), got '" +
+                       name + "'");
     }
   }
   return patterns;
@@ -149,6 +151,8 @@ const char* patternName(Pattern pattern) {
       return "uni";
     case Pattern::kPingPong:
       return "pingpong";
+    case Pattern::kTree:
+      return "tree";
   }
   return "?";
 }

@@ -15,6 +15,7 @@ enum class Pattern {
   kRing,      // every rank sends to rank+1 and receives from rank-1 at once
   kUni,       // rank 0 sends to rank 1 only
   kPingPong,  // rank 0 sends, rank 1 echoes back
+  kTree,      // a small all-reduce's tree: up to rank 0 and back down, one round at a time
 };
 
 const char* patternName(Pattern pattern);

@@ -47,7 +47,9 @@ PatternRunner::PatternRunner(Transport& transport, RunStore& store, const Patter
     : transport_(transport),
       store_(store),
       params_(params),
-      depth_(params.pattern == Pattern::kPingPong ? 1 : params.depth) {}
+      depth_(params.pattern == Pattern::kPingPong || params.pattern == Pattern::kTree
+                 ? 1
+                 : params.depth) {}
 
 PatternRunner::~PatternRunner() {
   for (auto [base, length] : regions_) munmap(base, length);
@@ -69,6 +71,13 @@ void PatternRunner::setup(size_t maxBytes) {
       break;
     case Pattern::kPingPong:
       if (rank < 2) sendPeers = recvPeers = {1 - rank};
+      break;
+    case Pattern::kTree:
+      if (rank > 0) sendPeers.push_back((rank - 1) / 2);
+      for (int child : {2 * rank + 1, 2 * rank + 2}) {
+        if (child < world) sendPeers.push_back(child);
+      }
+      recvPeers = sendPeers;
       break;
   }
   transport_.connect(sendPeers, recvPeers);
@@ -115,7 +124,9 @@ SizeResult PatternRunner::run(size_t size) {
   result.active = !flows_.empty();
   bool hasRecv = std::any_of(flows_.begin(), flows_.end(),
                              [](const Flow& f) { return f.dir == Direction::kRecv; });
-  result.receiver = params_.pattern == Pattern::kPingPong ? params_.rank == 0 : hasRecv;
+  const bool rankZeroTimes =
+      params_.pattern == Pattern::kPingPong || params_.pattern == Pattern::kTree;
+  result.receiver = rankZeroTimes ? params_.rank == 0 : hasRecv;
   result.iters = params_.iters;
   if (params_.rank == 0) {
     std::fprintf(stderr, "[bagua-net-perf] %s: %s %s\n", params_.label.c_str(),
@@ -124,23 +135,13 @@ SizeResult PatternRunner::run(size_t size) {
   std::string tag = std::to_string(size);
   int checkCount = params_.check ? std::max(params_.warmup, depth_) : params_.warmup;
   store_.barrier(tag + ".warmup", params_.rank, params_.world);
-  if (result.active && checkCount > 0) {
-    if (params_.pattern == Pattern::kPingPong) {
-      pingpong(size, checkCount, Phase::kCheck, &result);
-    } else {
-      lockstep(size, checkCount, Phase::kCheck, &result);
-    }
-  }
+  if (result.active && checkCount > 0) loop(size, checkCount, Phase::kCheck, &result);
   if (params_.check) prefillTimed(size);
   store_.barrier(tag + ".timed", params_.rank, params_.world);
   if (!result.active) return result;
   double cpu0 = cpuSecondsNow();
   auto t0 = Clock::now();
-  if (params_.pattern == Pattern::kPingPong) {
-    pingpong(size, params_.iters, Phase::kTimed, &result);
-  } else {
-    lockstep(size, params_.iters, Phase::kTimed, &result);
-  }
+  loop(size, params_.iters, Phase::kTimed, &result);
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   result.cpuSeconds = cpuSecondsNow() - cpu0;
   result.bytesMoved = static_cast<uint64_t>(size) * flows_.size() * params_.iters;
@@ -276,6 +277,78 @@ void PatternRunner::pingpong(size_t size, int count, Phase phase, SizeResult* re
       checkReceived(recv, recv.base, size, bytes, checking, tag, result);
       waitOne(send, postOne(send, send.base, size, what + ", the echo"), what + ", the echo");
     }
+  }
+}
+
+void PatternRunner::tree(size_t size, int count, Phase phase, SizeResult* result) {
+  const bool checking = phase == Phase::kCheck && params_.check;
+  const int rank = params_.rank;
+  const int parent = rank > 0 ? (rank - 1) / 2 : -1;
+  std::vector<int> children;
+  for (int child : {2 * rank + 1, 2 * rank + 2}) {
+    if (child < params_.world) children.push_back(child);
+  }
+  std::vector<Request*> ups(children.size());
+  std::vector<Request*> downs(children.size());
+  Clock::time_point previousRound;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t tag = patternTag(size, static_cast<uint64_t>(i), false);
+    const std::string what = "tree round " + std::to_string(i) + " of " + formatSize(size);
+    // Receives first, as NCCL posts them ahead of the sends.
+    for (size_t c = 0; c < children.size(); ++c) {
+      Flow& up = flow(Direction::kRecv, children[c]);
+      ups[c] = postOne(up, up.base, size, what + ", up");
+    }
+    Request* down = nullptr;
+    if (parent >= 0) {
+      Flow& from = flow(Direction::kRecv, parent);
+      down = postOne(from, from.base, size, what + ", down");
+    }
+    for (size_t c = 0; c < children.size(); ++c) {
+      Flow& up = flow(Direction::kRecv, children[c]);
+      checkReceived(up, up.base, size, waitOne(up, ups[c], what + ", up"), checking, tag, result);
+    }
+    if (parent >= 0) {
+      Flow& to = flow(Direction::kSend, parent);
+      if (checking) fillPattern(to.base, size, rank, tag);
+      waitOne(to, postOne(to, to.base, size, what + ", up"), what + ", up");
+      Flow& from = flow(Direction::kRecv, parent);
+      checkReceived(from, from.base, size, waitOne(from, down, what + ", down"), checking, tag,
+                    result);
+    } else {
+      const auto now = Clock::now();
+      if (phase == Phase::kTimed && i > 0) {
+        result->latencyUs.push_back(microseconds(now - previousRound));
+      }
+      previousRound = now;
+    }
+    for (size_t c = 0; c < children.size(); ++c) {
+      Flow& to = flow(Direction::kSend, children[c]);
+      if (checking) fillPattern(to.base, size, rank, tag);
+      downs[c] = postOne(to, to.base, size, what + ", down");
+    }
+    for (size_t c = 0; c < children.size(); ++c) {
+      waitOne(flow(Direction::kSend, children[c]), downs[c], what + ", down");
+    }
+  }
+}
+
+PatternRunner::Flow& PatternRunner::flow(Direction dir, int peer) {
+  for (Flow& f : flows_) {
+    if (f.dir == dir && f.peer == peer) return f;
+  }
+  TOOL_THROW(ToolError, std::string("no ") + (dir == Direction::kSend ? "send" : "receive") +
+                            " flow with rank " + std::to_string(peer));
+}
+
+void PatternRunner::loop(size_t size, int count, Phase phase, SizeResult* result) {
+  switch (params_.pattern) {
+    case Pattern::kPingPong:
+      return pingpong(size, count, phase, result);
+    case Pattern::kTree:
+      return tree(size, count, phase, result);
+    default:
+      return lockstep(size, count, phase, result);
   }
 }
 

@@ -5,7 +5,9 @@
 // posted once iteration i has completed on every flow, so at most depth
 // messages are in flight per connection, each in its own slot. Requests are
 // tested oldest first, as NCCL's proxy does. Pingpong is a round trip per
-// message. Every wait gives up after the timeout with a description.
+// message; tree a round up a binary tree to rank 0 and back down (each
+// rank's flows to and from its parent and children). Every wait gives up
+// after the timeout with a description.
 #pragma once
 
 #include <chrono>
@@ -74,8 +76,12 @@ class PatternRunner {
 
   enum class Phase { kCheck, kTimed };
 
+  // The pattern's loop: lockstep, pingpong or tree.
+  void loop(size_t size, int count, Phase phase, SizeResult* result);
   void lockstep(size_t size, int count, Phase phase, SizeResult* result);
   void pingpong(size_t size, int count, Phase phase, SizeResult* result);
+  void tree(size_t size, int count, Phase phase, SizeResult* result);
+  Flow& flow(Direction dir, int peer);
   Request* postOne(Flow& flow, char* data, size_t size, const std::string& what);
   size_t waitOne(Flow& flow, Request* request, const std::string& what);
   // Counts a size mismatch and, if verify, the bytes that differ from (source, tag)'s pattern.

@@ -1,6 +1,7 @@
 // See report.h. The formulas (nccl-tests conventions, GB = 1e9 bytes):
 //   t        = max over active ranks of (timed-loop seconds) / n
-//              (pingpong: rank 0's loop / 2n, the one-way time of a message)
+//              (pingpong: rank 0's loop / 2n, the one-way time of a message;
+//              tree: a round up to rank 0 and back down)
 //   algbw    = S / t, S = message size; for these point-to-point patterns
 //              busbw = algbw (every link carries S per operation)
 //   p50, p99 = nearest-rank percentiles of the per-message latencies of the
@@ -128,8 +129,8 @@ void Report::printTable(FILE* out, Pattern pattern) const {
                "\n# %s: %d ranks, depth %d, %d timed + %d warm-up iterations per size, %d "
                "rep(s) interleaved, data check %s\n",
                patternName(pattern), options_.worldSize(),
-               pattern == Pattern::kPingPong ? 1 : options_.depth, options_.iters, options_.warmup,
-               options_.reps, options_.check ? "on" : "off");
+               pattern == Pattern::kPingPong || pattern == Pattern::kTree ? 1 : options_.depth,
+               options_.iters, options_.warmup, options_.reps, options_.check ? "on" : "off");
   std::fprintf(out,
                "# algbw = S/t (GB = 1e9 B), median (min-max) over reps; latency per message;"
                " cpu = user+sys s per GB sent+received\n");

@@ -30,7 +30,11 @@ What to measure (nccl-tests flags)
   --pattern P[,P..]    ring: each rank sends to rank+1 and receives from rank-1
                        at once (with 2 ranks: both directions); uni: rank 0
                        sends to rank 1 only; pingpong: rank 0 sends, rank 1
-                       echoes back (depth 1). Default ring.
+                       echoes back (depth 1); tree: a binary tree (rank r's
+                       children 2r+1, 2r+2), each round every rank receives
+                       from its children, sends to its parent, receives from
+                       it and sends to its children, as NCCL's tree all-reduce
+                       of a small message (depth 1). Default ring.
   -b, --minbytes S     smallest message (default 8; K, M, G suffixes; 0 allowed)
   -e, --maxbytes S     largest message (default 64M)
   -f, --stepfactor F   size multiplication factor (default 2)
@@ -76,13 +80,16 @@ Output
 
 Formulas (nccl-tests conventions; GB = 1e9 bytes)
   t         = max over sending/receiving ranks of (timed-loop wall time) / n;
-              pingpong: rank 0's loop time / (2 n), one way
+              pingpong: rank 0's loop time / (2 n), one way; tree: a round
+              (up and down)
   algbw     = S / t, S = message size in bytes (per connection)
   latency   = per message: ring and uni, from posting an iteration's requests
               until the receive (and, if any, the send) completes on a
-              receiving rank; pingpong, round trip / 2. p50 and p99 over all
-              timed messages. With depth D it includes queueing behind the
-              D-1 earlier messages (Little's law: about D x t when busy).
+              receiving rank; pingpong, round trip / 2; tree, rank 0's time
+              from one round's last receive from its children to the next's.
+              p50 and p99 over all timed messages. With depth D it includes
+              queueing behind the D-1 earlier messages (Little's law: about
+              D x t when busy).
   cpu s/GB  = sum over ranks of getrusage(RUSAGE_SELF) user+sys seconds of
               the rank process (all its threads, the plugin's included) over
               the timed loop / (sum over ranks of bytes sent+received / 1e9)
