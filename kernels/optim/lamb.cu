@@ -119,6 +119,28 @@ __global__ void __launch_bounds__(kThreads)
   blockTrust(t, firstTensor + blockIdx.x, maxTrust);
 }
 
+// The trust ratios of a batch of many tensors, a warp per tensor (lanes
+// strided over its segments, then a shuffle tree: the same bits every run).
+__device__ void warpsTrust(const DeviceTable& t, const Batch& b, float maxTrust) {
+  const uint32_t lane = threadIdx.x % 32;
+  for (uint32_t tensor = b.firstTensor + threadIdx.x / 32; tensor < b.firstTensor + b.tensors;
+       tensor += kWarps) {
+    double ps = 0.0;
+    double us = 0.0;
+    for (uint32_t s = t.tensorBegin[tensor] + lane; s < t.tensorBegin[tensor + 1]; s += 32) {
+      ps += __ldcg(&t.partial[2 * s]);
+      us += __ldcg(&t.partial[2 * s + 1]);
+    }
+    for (int o = 16; o > 0; o /= 2) {
+      ps += __shfl_down_sync(0xffffffffu, ps, o);
+      us += __shfl_down_sync(0xffffffffu, us, o);
+    }
+    if (lane == 0) {
+      t.trust[tensor] = lambTrust(static_cast<float>(ps), static_cast<float>(us), maxTrust);
+    }
+  }
+}
+
 using DeviceAtomic = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>;
 
 // The segments of plan block `block` through `op` (a copy per segment).
@@ -150,9 +172,14 @@ __device__ void firstPassItem(const DeviceTable& t, const LambQueue& q, const La
   __syncthreads();
   if (!lastOfBatch) return;
   const Batch b = q.batches[batch];
-  for (uint32_t tensor = b.firstTensor; tensor < b.firstTensor + b.tensors; ++tensor) {
-    blockTrust(t, tensor, sc.maxTrust);
+  if (b.tensors < kWarps) {
+    for (uint32_t tensor = b.firstTensor; tensor < b.firstTensor + b.tensors; ++tensor) {
+      blockTrust(t, tensor, sc.maxTrust);
+    }
+  } else {
+    warpsTrust(t, b, sc.maxTrust);
   }
+  __syncthreads();  // every warp's ratios before the mark
   if (threadIdx.x == 0) {
     q.firstPassDone[batch] = 0;  // for the next step (no one else counts this batch now)
     __threadfence();

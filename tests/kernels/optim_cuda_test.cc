@@ -200,10 +200,12 @@ TEST_F(OptimCuda, LambWithinRoundingOfItsNorms) {
 // Several batches: the persistent kernel (lamb_schedule.h), over several
 // steps (its queue resets itself between launches), with a grid of one
 // block per SM and a lookahead of one block (pass-2 items wait), with every
-// block that fits, and on a few hundred tensors of mixed sizes.
+// block that fits, on a few hundred tensors of mixed sizes, and with batches
+// of 8 tensors or more (their trust ratios a warp per tensor).
 TEST_F(OptimCuda, LambPersistentKernelWithinRoundingOfItsNorms) {
-  std::vector<size_t> many;
+  std::vector<size_t> many, small;
   for (size_t t = 0; t < 300; ++t) many.push_back(1 + (t * 7919) % 30000);
+  for (size_t t = 0; t < 400; ++t) small.push_back(1 + (t * 7919) % 2000);
   struct Case {
     const char* name;
     size_t chunk;
@@ -214,7 +216,8 @@ TEST_F(OptimCuda, LambPersistentKernelWithinRoundingOfItsNorms) {
                         {"lookahead 1, 1 block/SM", 1024, {5000, 1, 1}, mixedSizes()},
                         {"lookahead 1000", 512, {3000, 1000, 0}, mixedSizes()},
                         {"300 tensors", 1024, {100000, 0, 0}, many},
-                        {"300 tensors, 2 blocks/SM", 2048, {60000, 64, 2}, many}};
+                        {"300 tensors, 2 blocks/SM", 2048, {60000, 64, 2}, many},
+                        {"about 20 tensors a batch", 1024, {20000, 0, 0}, small}};
   for (const Case& c : cases) {
     for (ListTypes types : {ListTypes{DType::kFloat32, DType::kFloat32},
                             ListTypes{DType::kBFloat16, DType::kFloat32}}) {
