@@ -143,18 +143,6 @@ __device__ void warpsTrust(const DeviceTable& t, const Batch& b, float maxTrust)
 
 using DeviceAtomic = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>;
 
-// The segments of plan block `block` through `op` (a copy per segment).
-template <int G, typename P, typename S, typename Op>
-__device__ void walkBlock(const DeviceTable& t, uint32_t block, const Op& op, const AmpArgs& amp) {
-  for (uint32_t s = t.blockBegin[block]; s < t.blockBegin[block + 1]; ++s) {
-    Op local = op;
-    local.begin(t, s);
-    const SegmentPtrs<P, S> q(t, t.segTensor[s], t.segOffset[s]);
-    walkSegment<G>(q, t.segLength[s], amp.gradScale, local);
-    local.end(t, s);
-  }
-}
-
 // Pass 1 of one block; the block that finishes its batch's last one writes
 // the batch's trust ratios and marks it ready for `step`.
 template <int G, typename P, typename S>

@@ -242,6 +242,18 @@ __device__ void walkSegment(const SegmentPtrs<P, S>& q, uint32_t length, const f
   }
 }
 
+// The segments of plan block `block` through `op` (a copy per segment).
+template <int G, typename P, typename S, typename Op>
+__device__ void walkBlock(const DeviceTable& t, uint32_t block, const Op& op, const AmpArgs& amp) {
+  for (uint32_t s = t.blockBegin[block]; s < t.blockBegin[block + 1]; ++s) {
+    Op local = op;
+    local.begin(t, s);
+    const SegmentPtrs<P, S> q(t, t.segTensor[s], t.segOffset[s]);
+    walkSegment<G>(q, t.segLength[s], amp.gradScale, local);
+    local.end(t, s);
+  }
+}
+
 // Block b = firstBlock + blockIdx.x (reverse: counted from the last block of
 // the range) walks its segments.
 template <int G, typename P, typename S, typename Op>
@@ -249,14 +261,7 @@ __global__ void __launch_bounds__(kThreads)
     listKernel(DeviceTable t, uint32_t firstBlock, uint32_t blocks, bool reverse, Op op,
                AmpArgs amp) {
   if (stepSkipped(amp)) return;
-  const uint32_t b = firstBlock + (reverse ? blocks - 1 - blockIdx.x : blockIdx.x);
-  for (uint32_t s = t.blockBegin[b]; s < t.blockBegin[b + 1]; ++s) {
-    Op local = op;
-    local.begin(t, s);
-    const SegmentPtrs<P, S> q(t, t.segTensor[s], t.segOffset[s]);
-    walkSegment<G>(q, t.segLength[s], amp.gradScale, local);
-    local.end(t, s);
-  }
+  walkBlock<G, P, S>(t, firstBlock + (reverse ? blocks - 1 - blockIdx.x : blockIdx.x), op, amp);
 }
 
 // Launches listKernel over blocks [firstBlock, firstBlock + blocks) with

@@ -70,6 +70,20 @@ class DeviceCase {
   std::vector<void*> allocations_;
 };
 
+// LAMB: the moments with the CPU's bits, parameters within the rounding of
+// the norms (summed in another order).
+void expectLambClose(const OptimCase& got, const OptimCase& want, const std::string& what) {
+  EXPECT_EQ(got.bytes[kState0], want.bytes[kState0]) << what;
+  EXPECT_EQ(got.bytes[kState1], want.bytes[kState1]) << what;
+  for (size_t t = 0; t < got.numel.size(); ++t) {
+    for (size_t i = 0; i < got.numel[t]; ++i) {
+      const float g = got.at(kParam, t, i), w = want.at(kParam, t, i);
+      ASSERT_NEAR(g, w, 1e-6f * (1.0f + std::fabs(w)))
+          << what << ": tensor " << t << " element " << i;
+    }
+  }
+}
+
 class OptimCuda : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -100,6 +114,27 @@ class OptimCuda : public ::testing::Test {
     device.download(got);
     gotOut = got;
     wantOut = want;
+  }
+
+  // LAMB (weight decay 0.01) for `steps` steps on the GPU and the CPU;
+  // expects them within the rounding of the norms (expectLambClose).
+  void runLamb(ListTypes types, int steps, size_t chunk, LambLayout layout,
+               const std::vector<size_t>& sizes, const std::string& what) {
+    OptimCase got, want;
+    LambArgs lamb;
+    lamb.weightDecay = 0.01;
+    run(
+        types, slotBit(kState0) | slotBit(kState1), 0, steps,
+        [&](const DeviceTensorList& l, int step) {
+          lamb.step = step;
+          return lambStep(l, lamb, {}, nullptr);
+        },
+        [&](const std::vector<TensorRef>& r, int step) {
+          lamb.step = step;
+          lambStepCpu(r, types, lamb);
+        },
+        got, want, kAutoPack, chunk, layout, sizes);
+    expectLambClose(got, want, what);
   }
 };
 
@@ -164,37 +199,8 @@ TEST_F(OptimCuda, ElementwiseOptimizersGiveTheCpuBits) {
   }
 }
 
-// LAMB: the moments with the CPU's bits, parameters within the rounding of
-// the norms (summed in another order).
-void expectLambClose(const OptimCase& got, const OptimCase& want, const std::string& what) {
-  EXPECT_EQ(got.bytes[kState0], want.bytes[kState0]) << what;
-  EXPECT_EQ(got.bytes[kState1], want.bytes[kState1]) << what;
-  for (size_t t = 0; t < got.numel.size(); ++t) {
-    for (size_t i = 0; i < got.numel[t]; ++i) {
-      const float g = got.at(kParam, t, i), w = want.at(kParam, t, i);
-      ASSERT_NEAR(g, w, 1e-6f * (1.0f + std::fabs(w)))
-          << what << ": tensor " << t << " element " << i;
-    }
-  }
-}
-
 TEST_F(OptimCuda, LambWithinRoundingOfItsNorms) {
-  OptimCase got, want;
-  LambArgs lamb;
-  lamb.weightDecay = 0.01;
-  const ListTypes types{DType::kFloat32, DType::kFloat32};
-  run(
-      types, slotBit(kState0) | slotBit(kState1), 0, 3,
-      [&](const DeviceTensorList& l, int step) {
-        lamb.step = step;
-        return lambStep(l, lamb, {}, nullptr);
-      },
-      [&](const std::vector<TensorRef>& r, int step) {
-        lamb.step = step;
-        lambStepCpu(r, types, lamb);
-      },
-      got, want);
-  expectLambClose(got, want, "one batch");
+  runLamb({DType::kFloat32, DType::kFloat32}, 3, kDefaultChunkElems, {}, mixedSizes(), "one batch");
 }
 
 // Several batches: the persistent kernel (lamb_schedule.h), over several
@@ -221,21 +227,7 @@ TEST_F(OptimCuda, LambPersistentKernelWithinRoundingOfItsNorms) {
   for (const Case& c : cases) {
     for (ListTypes types : {ListTypes{DType::kFloat32, DType::kFloat32},
                             ListTypes{DType::kBFloat16, DType::kFloat32}}) {
-      OptimCase got, want;
-      LambArgs lamb;
-      lamb.weightDecay = 0.01;
-      run(
-          types, slotBit(kState0) | slotBit(kState1), 0, 4,
-          [&](const DeviceTensorList& l, int step) {
-            lamb.step = step;
-            return lambStep(l, lamb, {}, nullptr);
-          },
-          [&](const std::vector<TensorRef>& r, int step) {
-            lamb.step = step;
-            lambStepCpu(r, types, lamb);
-          },
-          got, want, kAutoPack, c.chunk, c.layout, c.sizes);
-      expectLambClose(got, want, c.name);
+      runLamb(types, 4, c.chunk, c.layout, c.sizes, c.name);
     }
   }
 }
