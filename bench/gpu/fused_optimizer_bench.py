@@ -284,20 +284,27 @@ def lamb_sweep(device, bw, iters):
     fast = dict(warmup=3, iters=iters)
     run_config("ours adamw", "adamw", lambda ps: fuse_optimizer(torch_opt("adamw", ps, "")),
                device, fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)
-    names = ("LAMB_CHUNK_ELEMS", "LAMB_BATCH_ELEMS", "LAMB_BLOCKS_PER_SM", "LAMB_LOOKAHEAD")
+    names = ("PACK_ELEMS", "LAMB_CHUNK_ELEMS", "LAMB_BATCH_ELEMS", "LAMB_BLOCKS_PER_SM",
+             "LAMB_LOOKAHEAD")
     defaults = tuple(getattr(native, n) for n in names)
     # Lookahead 0 is the grid: blocks/SM x SMs items of chunk elements each
     # (at 2 blocks/SM and chunk 2048, 8.7 MB of the 50 MB L2 on an H100).
-    grid = [(8192, 0, 0, 0), (2048, 4 << 20, 0, 0)]
-    grid += [(chunk, batch << 20, per_sm, 0) for chunk in (1024, 2048, 4096)
+    # LAMB_SWEEP="pack/chunk/batchMi/perSm/ahead,..." replaces the grid.
+    grid = [(0, 8192, 0, 0, 0), (0, 2048, 4 << 20, 0, 0)]
+    grid += [(0, chunk, batch << 20, per_sm, 0) for chunk in (1024, 2048, 4096)
              for batch in (1, 2, 4, 8) for per_sm in (2, 4)]
-    grid += [(2048, 4 << 20, 2, ahead) for ahead in (1, 32, 128, 512)]
+    grid += [(0, 2048, 4 << 20, 2, ahead) for ahead in (1, 32, 128, 512)]
+    if os.environ.get("LAMB_SWEEP"):
+        grid = []
+        for item in os.environ["LAMB_SWEEP"].split(","):
+            pack, chunk, batch, per_sm, ahead = (int(x) for x in item.split("/"))
+            grid.append((pack, chunk, batch << 20, per_sm, ahead))
     try:
         for config in grid:
             for n, v in zip(names, config):
                 setattr(native, n, v)
-            chunk, batch, per_sm, ahead = config
-            s = run_config(f"ours lamb chunk={chunk} batch={batch} blocks/SM={per_sm} "
+            pack, chunk, batch, per_sm, ahead = config
+            s = run_config(f"ours lamb pack={pack} chunk={chunk} batch={batch} blocks/SM={per_sm} "
                            f"lookahead={ahead}", "lamb",
                            lambda ps: fuse_optimizer(torch_opt("lamb", ps, "")), device,
                            fast["warmup"], fast["iters"], numel, bw, res, fresh=fresh)

@@ -11,7 +11,8 @@
 #
 #   PARTS: comma list of correctness,large,small,e2e (default: all of them, ~8-10 min)
 #          and lamb (LAMB on the large set: the default, then the persistent kernel by
-#          chunk, batch, blocks per SM and lookahead; with our AdamW)
+#          chunk, batch, blocks per SM and lookahead; with our AdamW;
+#          LAMB_SWEEP="pack/chunk/batchMi/blocksPerSm/lookahead,..." replaces that grid)
 #   KINDS: optimizers of the large and small parts (default adamw,sgd,lion,lamb)
 #   GTEST: the kernels' GPU GoogleTest built on the CPU machine
 #          (build/tests/kernels/kernels_gpu_test; the CUDA runtime is linked in):
