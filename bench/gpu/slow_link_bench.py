@@ -46,7 +46,11 @@ def allreduce(rank, world, nbytes, seconds):
     dist.all_reduce(t)
     torch.cuda.synchronize()
     one = time.perf_counter() - t0
-    iters = max(3, int(seconds / max(one, 1e-6)))
+    # Rank 0's count for every rank: each timing its own op gave the ranks
+    # different counts, and the one with more waited forever for its peer.
+    iters = torch.tensor([max(3, int(seconds / max(one, 1e-6)))], device="cuda")
+    dist.broadcast(iters, 0)
+    iters = int(iters.item())
     dist.barrier()
     t0 = time.perf_counter()
     for _ in range(iters):

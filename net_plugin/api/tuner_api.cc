@@ -5,6 +5,8 @@
 #include <string>
 
 #include "net_plugin/api/boundary.h"
+#include "net_plugin/api/process.h"
+#include "net_plugin/base/devices.h"
 #include "net_plugin/base/params.h"
 
 namespace bagua::net::api {
@@ -20,11 +22,24 @@ struct TunerContext {
   tuner::CommShape comm;
 };
 
+// The slowest offered device's known speed in Mbit/s (BAGUA_NET_SPEED_MBPS,
+// else sysfs); 0 when no device reports one (lo, many virtual NICs).
+int knownLinkMbps(const Params& p) {
+  if (p.speedMbps > 0) return p.speedMbps;
+  int slowest = 0;
+  for (const NetDevice& dev : processState().devices()) {
+    int mbps = readSysfsSpeedMbps(dev.name);
+    if (mbps > 0 && (slowest == 0 || mbps < slowest)) slowest = mbps;
+  }
+  return slowest;
+}
+
 }  // namespace
 
 const tuner::Policy& tunerPolicy() {
-  // First use is the plugin's init, before the floor is set, so the user's
-  // own NCCL_MIN_NCHANNELS is told apart from ours.
+  // First use is the plugin's init, after the devices are found and before
+  // the floor is set, so the user's own NCCL_MIN_NCHANNELS is told apart
+  // from ours.
   static const tuner::Policy policy = [] {
     const Params& p = params();
     tuner::Policy out;
@@ -32,6 +47,7 @@ const tuner::Policy& tunerPolicy() {
     out.channels = p.tunerChannels;
     out.bytesPerChannel = p.tunerChannelBytes;
     out.userChannels = envSet("NCCL_MIN_NCHANNELS") || envSet("NCCL_MAX_NCHANNELS");
+    out.linkMbps = knownLinkMbps(p);
     return out;
   }();
   return policy;

@@ -9,6 +9,13 @@
 // messages were 2-4x slower. So NCCL creates many channels (the floor) and
 // the tuner hands each collective only as many as its size fills.
 //
+// On a link of known speed the channels are capped at one per
+// kMbpsPerChannel (at least 2): over a 10 Gbit/s veth shaped with tbf, 16
+// channels moved 85-91% of line rate at 16-64 MiB and NCCL's 2 moved 95-96%,
+// with DDP 8% slower (bench/results/slow_link_gpu_2026-11-28). A link whose
+// speed nobody reports (lo, many virtual NICs) is not capped: over lo the 16
+// channels are the measured win above.
+//
 // NCCL's tuner can only lower a communicator's channels below what init
 // created, so the floor has to be in place before NCCL reads
 // NCCL_MIN_NCHANNELS (once per process, after the net plugin's init).
@@ -27,7 +34,15 @@ struct Policy {
   int channels = 16;                   // BAGUA_NET_TUNER_CHANNELS: the floor
   size_t bytesPerChannel = 1u << 20;   // BAGUA_NET_TUNER_CHANNEL_BYTES
   bool userChannels = false;           // NCCL_MIN_NCHANNELS or NCCL_MAX_NCHANNELS set
+  int linkMbps = 0;  // the slowest offered link's known speed (BAGUA_NET_SPEED_MBPS or sysfs); 0: unknown
 };
+
+// Link speed per channel for the cap (see above).
+inline constexpr int kMbpsPerChannel = 5000;
+
+// The most channels the tuner gives: the floor knob, capped by a known link
+// speed (at least 2).
+int mostChannels(const Policy& policy);
 
 // One communicator, as NCCL's tuner init describes it.
 struct CommShape {
@@ -40,7 +55,7 @@ struct CommShape {
 inline constexpr size_t kSmallBytes = 64 * 1024;
 
 // The NCCL_MIN_NCHANNELS value to set at init, or 0 to leave it alone (off,
-// or the user chose channels).
+// the user chose channels, or the link's cap is NCCL's own 2).
 int channelFloor(const Policy& policy);
 
 // Whether the tuner acts on this communicator at all: on, the user did not

@@ -72,6 +72,27 @@ TEST(ChannelPolicy, LeavesAloneWhatItMustNotTune) {
   EXPECT_NE(describe(p, kOneNode).find("one node"), std::string::npos);
 }
 
+TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
+  Policy p;  // floor 16, 1 MiB per channel
+  p.linkMbps = 10000;  // NCCL's own 2 fill it: no floor, collectives left alone
+  EXPECT_EQ(mostChannels(p), 2);
+  EXPECT_EQ(channelFloor(p), 0);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 0);
+  EXPECT_NE(describe(p, kTwoNodes).find("10000 Mbit/s"), std::string::npos);
+  p.linkMbps = 1000;  // slower still: at least 2
+  EXPECT_EQ(mostChannels(p), 2);
+  p.linkMbps = 25000;
+  EXPECT_EQ(channelFloor(p), 5);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 3 * kMiB), 3);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 5);
+  EXPECT_NE(describe(p, kTwoNodes).find("capped by the link"), std::string::npos);
+  p.linkMbps = 400000;  // fast: the floor knob is the limit
+  EXPECT_EQ(channelFloor(p), 16);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 16);
+  p.linkMbps = 0;  // unknown (lo): not capped
+  EXPECT_EQ(channelFloor(p), 16);
+}
+
 // In a child: loads the library, runs the net plugin's init as NCCL does,
 // then the tuner table of `version`; exits 0 when NCCL_MIN_NCHANNELS is
 // `floorAfter` ("" = unset) and a 64 MiB all_reduce on two nodes gets
@@ -138,7 +159,11 @@ class TunerLibrary : public ::testing::Test {
     unsetenv("NCCL_MIN_NCHANNELS");
     unsetenv("NCCL_MAX_NCHANNELS");
     unsetenv("BAGUA_NET_TUNER");
+    unsetenv("BAGUA_NET_SPEED_MBPS");
+    // lo reports no speed, so the machine's NICs cannot cap the channels.
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
   }
+  void TearDown() override { unsetenv("NCCL_SOCKET_IFNAME"); }
 };
 
 TEST_F(TunerLibrary, SetsTheFloorAndTunesBigCollectives) {
@@ -162,6 +187,14 @@ TEST_F(TunerLibrary, OffLeavesNcclAlone) {
   setenv("BAGUA_NET_TUNER", "0", 1);
   EXPECT_EXIT(runLibraryCase(4, "", 0), ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(runLibraryCase(3, "", 0), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, AKnownLinkSpeedCapsTheChannels) {
+  setenv("BAGUA_NET_SPEED_MBPS", "10000", 1);
+  EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
+  setenv("BAGUA_NET_SPEED_MBPS", "40000", 1);
+  EXPECT_EXIT(runLibraryCase(6, "8", 8), ::testing::ExitedWithCode(0), "");
+  unsetenv("BAGUA_NET_SPEED_MBPS");
 }
 
 TEST_F(TunerLibrary, ChannelKnobsApply) {
