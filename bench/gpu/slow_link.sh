@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Real NCCL over an emulated slow link on the GPU machine: two network
-# namespaces ("hosts") joined by a veth pair, each end shaped with tc (tbf at
-# RATE_GBIT, netem DELAY_MS one way: RTT 2 x DELAY_MS), one rank in each, both
-# on the one GPU (NCCL_HOSTID, MPS). slow_link_bench.py measures all_reduce
-# (busbw, exact-checked) and a DDP step rate through Bagua-Net at defaults,
-# NCCL's socket transport at defaults and hand-tuned, interleaved REPS times.
-# Namespaces are created and deleted here.
+# namespaces ("hosts"), one rank in each, both on the one GPU (NCCL_HOSTID,
+# MPS), joined by
+#   LINK=veth: a veth pair, each end shaped with tc (tbf at RATE_GBIT, netem
+#              DELAY_MS one way: RTT 2 x DELAY_MS; needs sch_netem for a delay);
+#   LINK=tun:  bench-link-emulator (bench/cpu/delay_bench.sh's user-space delay
+#              line over TUN: DELAY_MS one way, RATE_GBIT each direction, a
+#              tail-drop queue of one bandwidth-delay product, MTU 9000), on
+#              EMU_CPUS, for kernels without sch_netem.
+# One plain TCP stream (5 s) measures the link first (env.txt);
+# slow_link_bench.py then measures all_reduce (busbw, exact-checked) and a DDP
+# step rate through Bagua-Net at defaults, NCCL's socket transport at defaults
+# and hand-tuned, interleaved REPS times. Namespaces are created and deleted here.
 #
 # Usage (root; ip and tc on PATH, e.g. bench/gpu/pack_tools.sh's; python3
 #        with torch): bench/gpu/slow_link.sh OUT_DIR
 #   RATE_GBIT=10 DELAY_MS=1 REPS=2 CONFIGS="bagua socket socket_tuned"
 #   PLUGIN=<libnccl-net-bagua.so> CAP_S=120 (one run of both ranks)
+#   LINK=veth|tun EMU=<bench-link-emulator> EMU_CPUS=14-15
 # Prints the summary table (slow_link_summary.py) and writes OUT_DIR/results.jsonl,
-# OUT_DIR/<config>_<rep>.rank<R>.log, OUT_DIR/qdisc.txt (tc -s after the runs).
+# OUT_DIR/<config>_<rep>.rank<R>.log, OUT_DIR/qdisc.txt (tc -s after the runs;
+# LINK=tun: OUT_DIR/emulator.txt, its counters).
 set -uo pipefail
 OUT=${1:?usage: slow_link.sh OUT_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +31,10 @@ REPS=${REPS:-2}
 CONFIGS=${CONFIGS:-"bagua socket socket_tuned"}
 PLUGIN=$(readlink -f "${PLUGIN:-$ROOT/build/net_plugin/libnccl-net-bagua.so}")
 CAP_S=${CAP_S:-120}
+LINK=${LINK:-veth}
+EMU=${EMU:-$ROOT/build/bench/tools/bench-link-emulator}
+EMU_CPUS=${EMU_CPUS:-14-15}
+EMU_PID=
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -30,6 +42,11 @@ A=bslow-a-$$
 B=bslow-b-$$
 IF=bslow  # one name in both namespaces: one NCCL_SOCKET_IFNAME serves both ranks
 teardown() {
+  if [ -n "$EMU_PID" ]; then  # SIGTERM: it prints its counters and exits
+    kill -TERM "$EMU_PID" 2>/dev/null
+    wait "$EMU_PID" 2>/dev/null
+    EMU_PID=
+  fi
   ip netns del "$A" 2>/dev/null
   ip netns del "$B" 2>/dev/null
   return 0
@@ -38,24 +55,46 @@ trap 'teardown; echo quit | nvidia-cuda-mps-control 2>/dev/null' EXIT
 
 teardown
 ip netns add "$A" && ip netns add "$B" || { echo "slow_link.sh: cannot create namespaces" >&2; exit 2; }
-ip link add bsa-$$ type veth peer name bsb-$$
-ip link set bsa-$$ netns "$A"
-ip link set bsb-$$ netns "$B"
-ip -n "$A" link set bsa-$$ name $IF
-ip -n "$B" link set bsb-$$ name $IF
-ip -n "$A" addr add 10.233.0.1/24 dev $IF
-ip -n "$B" addr add 10.233.0.2/24 dev $IF
-for ns in "$A" "$B"; do
-  ip -n "$ns" link set lo up
-  ip -n "$ns" link set $IF up
-  # tbf at the root (the line rate), netem below it (the propagation delay).
-  tc -n "$ns" qdisc add dev $IF root handle 1: tbf rate "${RATE_GBIT}gbit" burst 4mb latency 50ms ||
-    { echo "slow_link.sh: tc tbf failed (sch_tbf missing?)" >&2; exit 2; }
-  if [ "$DELAY_MS" != 0 ]; then
-    tc -n "$ns" qdisc add dev $IF parent 1:1 handle 10: netem delay "${DELAY_MS}ms" limit 100000 ||
-      { echo "slow_link.sh: tc netem failed (sch_netem missing?)" >&2; exit 2; }
-  fi
-done
+if [ "$LINK" = tun ]; then
+  [ -x "$EMU" ] || { echo "slow_link.sh: no emulator at $EMU (ninja -C build, or EMU=)" >&2; exit 2; }
+  IF=bnlink  # the emulator's name for its TUN device in both namespaces
+  READY=$OUT/emulator.ready
+  rm -f "$READY"
+  delay_us=$(awk -v d="$DELAY_MS" 'BEGIN { printf "%d", d * 1000 }')
+  # One bandwidth-delay product (rate x RTT), at least 256 KB.
+  queue_kb=$(awk -v g="$RATE_GBIT" -v d="$DELAY_MS" \
+    'BEGIN { q = int(g * 1000 * 2 * d * 1000 / 8 / 1024 + 1); print (q < 256 ? 256 : q) }')
+  taskset -c "$EMU_CPUS" "$EMU" "$A" "$B" "$delay_us" $((RATE_GBIT * 1000)) "$queue_kb" 9000 \
+    --spin-us 0 --ready-file "$READY" >"$OUT/emulator.txt" 2>&1 &
+  EMU_PID=$!
+  for _ in $(seq 100); do [ -s "$READY" ] && break; sleep 0.05; done
+  [ -s "$READY" ] || { cat "$OUT/emulator.txt" >&2; echo "slow_link.sh: emulator did not start" >&2; exit 2; }
+  ip -n "$A" addr add 10.233.0.1 peer 10.233.0.2 dev $IF
+  ip -n "$B" addr add 10.233.0.2 peer 10.233.0.1 dev $IF
+  for ns in "$A" "$B"; do
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set $IF mtu 9000 up
+  done
+else
+  ip link add bsa-$$ type veth peer name bsb-$$
+  ip link set bsa-$$ netns "$A"
+  ip link set bsb-$$ netns "$B"
+  ip -n "$A" link set bsa-$$ name $IF
+  ip -n "$B" link set bsb-$$ name $IF
+  ip -n "$A" addr add 10.233.0.1/24 dev $IF
+  ip -n "$B" addr add 10.233.0.2/24 dev $IF
+  for ns in "$A" "$B"; do
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set $IF up
+    # tbf at the root (the line rate), netem below it (the propagation delay).
+    tc -n "$ns" qdisc add dev $IF root handle 1: tbf rate "${RATE_GBIT}gbit" burst 4mb latency 50ms ||
+      { echo "slow_link.sh: tc tbf failed (sch_tbf missing?)" >&2; exit 2; }
+    if [ "$DELAY_MS" != 0 ]; then
+      tc -n "$ns" qdisc add dev $IF parent 1:1 handle 10: netem delay "${DELAY_MS}ms" limit 100000 ||
+        { echo "slow_link.sh: tc netem failed (sch_netem missing?)" >&2; exit 2; }
+    fi
+  done
+fi
 
 {
   echo "date: $(date -u +%FT%TZ)"
@@ -63,8 +102,31 @@ done
   echo "cpus: $(nproc)"
   python3 -c 'import torch; print("torch", torch.__version__, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))'
   echo "plugin: $PLUGIN (sha256 $(sha256sum "$PLUGIN" | cut -c1-16))"
-  echo "link: veth, tbf ${RATE_GBIT} Gbit/s + netem ${DELAY_MS} ms each way; reps $REPS; configs $CONFIGS"
-  tc -n "$A" qdisc show dev $IF
+  if [ "$LINK" = tun ]; then
+    echo "link: bench-link-emulator (TUN), ${RATE_GBIT} Gbit/s + ${DELAY_MS} ms each way, queue ${queue_kb} KB, MTU 9000, CPUs $EMU_CPUS; reps $REPS; configs $CONFIGS"
+  else
+    echo "link: veth, tbf ${RATE_GBIT} Gbit/s + netem ${DELAY_MS} ms each way; reps $REPS; configs $CONFIGS"
+    tc -n "$A" qdisc show dev $IF
+  fi
+  # One plain TCP stream across the link, 5 s: what the link gives one socket.
+  ip netns exec "$B" python3 -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.233.0.2", 5201)); s.listen(1); s.settimeout(20)
+c, _ = s.accept(); n = 0; t = time.time(); b = bytearray(1 << 20)
+while True:
+    k = c.recv_into(b)
+    if not k: break
+    n += k
+print("one plain TCP stream: %.2f Gbit/s" % (n * 8 / (time.time() - t) / 1e9))' &
+  probe=$!
+  sleep 1
+  ip netns exec "$A" python3 -c '
+import socket, time
+c = socket.create_connection(("10.233.0.2", 5201), timeout=20); b = bytes(1 << 20); t = time.time()
+while time.time() - t < 5: c.sendall(b)
+c.close()'
+  wait "$probe"  # not a bare wait: the emulator is a background job too
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
@@ -105,5 +167,5 @@ for rep in $(seq 1 "$REPS"); do
     echo "$name rep $rep: rc=$rc in $((SECONDS - t0)) s"
   done
 done
-tc -s -n "$A" qdisc show dev $IF >"$OUT/qdisc.txt" 2>&1
+[ "$LINK" = tun ] || tc -s -n "$A" qdisc show dev $IF >"$OUT/qdisc.txt" 2>&1
 python3 "$HERE/slow_link_summary.py" "$OUT" "$RATE_GBIT" | tee "$OUT/summary.md"
