@@ -5,16 +5,31 @@
 
 namespace bagua::net::tuner {
 
+namespace {
+
+// The link's cap (at least 2), or 0 when its speed is unknown.
+int linkCap(const Policy& policy) {
+  return policy.linkMbps > 0 ? std::max(policy.linkMbps / kMbpsPerChannel, 2) : 0;
+}
+
+// A known link that NCCL's own 2 channels fill: the tuner stays out.
+bool linkFilledByTwo(const Policy& policy) {
+  int cap = linkCap(policy);
+  return cap > 0 && cap <= 2;
+}
+
+}  // namespace
+
 int mostChannels(const Policy& policy) {
   int most = std::max(policy.channels, 2);
-  if (policy.linkMbps > 0) most = std::min(most, std::max(policy.linkMbps / kMbpsPerChannel, 2));
-  return most;
+  int cap = linkCap(policy);
+  return cap > 0 ? std::min(most, cap) : most;
 }
 
 int channelFloor(const Policy& policy) {
-  if (!policy.enabled || policy.userChannels) return 0;
-  int most = mostChannels(policy);
-  return most > 2 ? most : 0;
+  if (!policy.enabled || policy.userChannels || linkFilledByTwo(policy)) return 0;
+  int cap = linkCap(policy);
+  return cap > 0 ? std::min(policy.channels, cap) : policy.channels;
 }
 
 bool tunes(const Policy& policy, const CommShape& comm) {
@@ -41,7 +56,7 @@ std::string describe(const Policy& policy, const CommShape& comm) {
   } else if (policy.userChannels) {
     std::snprintf(line, sizeof line,
                   "tuner leaves channels to NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS set by the user");
-  } else if (channelFloor(policy) == 0) {
+  } else if (linkFilledByTwo(policy)) {
     std::snprintf(line, sizeof line,
                   "tuner leaves channels to NCCL: a %d Mbit/s link is filled by NCCL's own 2 "
                   "(one channel per %d Mbit/s)",

@@ -91,6 +91,11 @@ TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 16);
   p.linkMbps = 0;  // unknown (lo): not capped
   EXPECT_EQ(channelFloor(p), 16);
+  p.channels = 1;  // a floor knob of 1 on an unknown link is still the user's floor
+  EXPECT_EQ(channelFloor(p), 1);
+  EXPECT_EQ(describe(p, kTwoNodes).find("Mbit/s"), std::string::npos);
+  p.linkMbps = 25000;  // and under the link's cap it stays
+  EXPECT_EQ(channelFloor(p), 1);
 }
 
 // In a child: loads the library, runs the net plugin's init as NCCL does,
