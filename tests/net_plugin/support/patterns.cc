@@ -3,9 +3,11 @@
 
 #include <dirent.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace bagua::net::testing {
@@ -74,6 +76,16 @@ int pluginThreadCount() {
     n += name.rfind("bagua-net", 0) == 0;
   }
   closedir(d);
+  return n;
+}
+
+int pluginThreadCountSettled(int want) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int n = pluginThreadCount();
+  while (n > want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    n = pluginThreadCount();
+  }
   return n;
 }
 

@@ -13,6 +13,11 @@ long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed);
 
 // Threads the plugin started (named "bagua-net-N"), from /proc/self/task.
 int pluginThreadCount();
+// pluginThreadCount() once it is at most `want`, polled for up to 2 s: a
+// joined thread can stay listed in /proc/self/task for a moment (the kernel
+// wakes the joiner before it reaps the task). A thread that really outlives
+// its owner still shows.
+int pluginThreadCountSettled(int want);
 // Open file descriptors of this process (from /proc/self/fd).
 int openFdCount();
 
