@@ -24,12 +24,10 @@ struct TunerContext {
 
 // The slowest offered device's known speed in Mbit/s (BAGUA_NET_SPEED_MBPS,
 // else sysfs); 0 when no device reports one (lo, many virtual NICs).
-int knownLinkMbps(const Params& p) {
-  if (p.speedMbps > 0) return p.speedMbps;
+int knownLinkMbps() {
   int slowest = 0;
   for (const NetDevice& dev : processState().devices()) {
-    int mbps = readSysfsSpeedMbps(dev.name);
-    if (mbps > 0 && (slowest == 0 || mbps < slowest)) slowest = mbps;
+    if (dev.speedKnown && (slowest == 0 || dev.speedMbps < slowest)) slowest = dev.speedMbps;
   }
   return slowest;
 }
@@ -47,7 +45,7 @@ const tuner::Policy& tunerPolicy() {
     out.channels = p.tunerChannels;
     out.bytesPerChannel = p.tunerChannelBytes;
     out.userChannels = envSet("NCCL_MIN_NCHANNELS") || envSet("NCCL_MAX_NCHANNELS");
-    out.linkMbps = knownLinkMbps(p);
+    out.linkMbps = knownLinkMbps();
     return out;
   }();
   return policy;

@@ -54,6 +54,7 @@ std::vector<NetDevice> collect(const IfnameFilter& filter, const Params& params)
     dev.pciPath = pciPathOf(dev.name);
     int sysfs = readSysfsSpeedMbps(dev.name);
     dev.speedMbps = params.speedMbps > 0 ? params.speedMbps : sysfs > 0 ? sysfs : kDefaultSpeedMbps;
+    dev.speedKnown = params.speedMbps > 0 || sysfs > 0;
     devices.push_back(dev);
   }
   freeifaddrs(list);

@@ -26,6 +26,7 @@ struct NetDevice {
   SockAddr addr{};      // address to listen on (port 0)
   std::string pciPath;  // realpath of /sys/class/net/IF/device; empty for virtual NICs
   int speedMbps = kDefaultSpeedMbps;
+  bool speedKnown = false;  // speedMbps from BAGUA_NET_SPEED_MBPS or sysfs, not the default
 };
 
 // Lists the devices the knobs select, in NCCL's order. Empty when none match.
