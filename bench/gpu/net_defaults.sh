@@ -14,7 +14,9 @@
 #          [COLLECTIVES="all_reduce all_gather reduce_scatter sendrecv"] \
 #          bash bench/gpu/net_defaults.sh OUT_DIR
 # A configuration is a name from the table below, or NAME=ENV1=V1,ENV2=V2
-# (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8).
+# (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8;
+# a NAME that starts with "socket" runs NCCL's socket transport with them,
+# e.g. socket_ring=NCCL_ALGO=Ring).
 # Prints one table (net_defaults_summary.py): busbw per size and config, the
 # ratios the targets name, and the channels each config got.
 set -uo pipefail
@@ -43,6 +45,9 @@ config_env() {
     socket_tuned)
       echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
       echo "NCCL_MIN_NCHANNELS=8"; echo "NCCL_SOCKET_NTHREADS=2"; echo "NCCL_NSOCKS_PERTHREAD=2" ;;
+    socket*=*)
+      echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
+      echo "${1#*=}" | tr ',' '\n' ;;
     *=*)
       echo "NCCL_NET_PLUGIN=$PLUGIN"; echo "NCCL_NET=Bagua"
       echo "${1#*=}" | tr ',' '\n' ;;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -133,12 +134,16 @@ int autoWorkerThreads(int usableCpus) {
   return usableCpus < kFewCpus ? 2 : std::min(2 * usableCpus, 16);
 }
 
-int autoSpinUs(int usableCpus) {
+int autoSpinUs(int usableCpus, int hostShareCpus) {
   // From 8 CPUs spinning halves small-message latency (11 against 16-21 us)
   // at no cost in bandwidth. On 4 it still halves latency but takes CPU from
   // the copies: 0.4-0.8x the bandwidth at 256 KiB-1 MiB, the sizes NCCL
   // hands the plugin; on 2 it loses both ways (latency 41-75 against 15-24).
-  return usableCpus >= 8 ? 50 : 0;
+  // Those were two processes (sender, receiver) on 2, 4 and 8 CPUs: a rank
+  // whose share is 4 of at least 8 (4 ranks on 16 CPUs) spins, and with it
+  // NCCL's 4-rank all_reduce took 47-49 us at 8 B against 64 without
+  // (bench/results/net_ranks_gpu_2026-11-28).
+  return hostShareCpus >= 8 && usableCpus >= 4 ? 50 : 0;
 }
 
 bool autoTestYield(int usableCpus) {
@@ -223,10 +228,12 @@ int cgroupV1CpuLimit(const std::string& mountPoint, const std::string& path) {
   });
 }
 
-int usableCpuCount() {
-  int cpus = affinityCpuCount();
-  auto bound = [&cpus](int quota) {
-    if (quota > 0 && (cpus <= 0 || quota < cpus)) cpus = quota;
+CpuBudget readCpuBudget() {
+  CpuBudget budget;
+  budget.affinityCpus = affinityCpuCount();
+  budget.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  auto bound = [&budget](int quota) {
+    if (quota > 0 && (budget.quotaCpus == 0 || quota < budget.quotaCpus)) budget.quotaCpus = quota;
   };
   std::string procSelfCgroup = readFile("/proc/self/cgroup");
   std::string mountinfo = readFile("/proc/self/mountinfo");
@@ -237,7 +244,38 @@ int usableCpuCount() {
   if (!v2.mountPoint.empty()) bound(cgroupCpuLimit(v2.mountPoint, v2.path));
   CgroupDir v1 = cgroupV1Cpu(mountinfo, procSelfCgroup);
   if (!v1.mountPoint.empty()) bound(cgroupV1CpuLimit(v1.mountPoint, v1.path));
-  return cpus > 0 ? cpus : 1;
+  return budget;
+}
+
+int usableCpus(const CpuBudget& budget, int localRanks) {
+  int ranks = std::max(localRanks, 1);
+  int cpus = budget.affinityCpus;
+  // Affinity masks that cannot be disjoint (each rank's mask times the ranks
+  // exceeds the host) are shared: launchers leave every rank the whole host
+  // unless told to bind. Masks that fit side by side are taken as a binding
+  // (Slurm, mpirun --bind-to core, taskset per rank) and kept whole.
+  if (cpus > 0 && budget.onlineCpus > 0 && static_cast<long long>(cpus) * ranks > budget.onlineCpus) {
+    cpus /= ranks;
+  }
+  // A cgroup quota caps the container, and with it every rank inside.
+  if (budget.quotaCpus > 0) cpus = std::min(cpus, budget.quotaCpus / ranks);
+  return std::max(cpus, 1);
+}
+
+int usableCpuCount() { return usableCpus(readCpuBudget(), 1); }
+
+int localRanksFromLauncher(const std::function<const char*(const char*)>& getenv) {
+  // torchrun, Open MPI, MPICH/Hydra (and Intel MPI), Slurm's srun (set only
+  // with --ntasks-per-node).
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                           "SLURM_NTASKS_PER_NODE"}) {
+    const char* text = getenv(name);
+    if (text == nullptr) continue;
+    char* end = nullptr;
+    long n = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && n >= 1 && n <= 4096) return static_cast<int>(n);
+  }
+  return 1;
 }
 
 }  // namespace bagua::net

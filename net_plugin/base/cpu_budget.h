@@ -9,6 +9,7 @@
 // would start 8 spinning workers inside a 2-CPU container.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,9 +17,35 @@
 
 namespace bagua::net {
 
-// CPUs in this process's affinity mask, bounded by the CPU quota (rounded
-// up) of its cgroup and every ancestor, v2 or v1. At least 1.
+// What bounds this process's CPUs: its affinity mask, the tightest CPU quota
+// (rounded up) of its cgroup and every ancestor, v2 or v1 (0: none), and the
+// host's online CPUs.
+struct CpuBudget {
+  int affinityCpus = 0;
+  int quotaCpus = 0;
+  int onlineCpus = 0;
+};
+CpuBudget readCpuBudget();
+
+// The CPUs one of `localRanks` processes of a job on this host may count on:
+// its affinity mask, divided among the ranks when the ranks' masks cannot be
+// disjoint (mask x ranks > online CPUs: nobody bound them, they share the
+// host), and a cgroup quota divided among them (it caps the container they
+// share). Eight ranks on a 16-CPU host get 2 each: sized for 16, each started
+// 16 workers spinning after every message and all_reduce took 3x NCCL's
+// socket transport at 8 B-512 KiB (bench/results/net_ranks_gpu_2026-11-28).
+// At least 1.
+int usableCpus(const CpuBudget& budget, int localRanks);
+
+// usableCpus(readCpuBudget(), 1): CPUs in this process's affinity mask,
+// bounded by its cgroup's CPU quota. At least 1.
 int usableCpuCount();
+
+// The processes the launcher started on this host, from its variables
+// (LOCAL_WORLD_SIZE: torchrun; OMPI_COMM_WORLD_LOCAL_SIZE: Open MPI;
+// MPI_LOCALNRANKS: MPICH, Intel MPI; SLURM_NTASKS_PER_NODE: srun), read with
+// `getenv`; 1 when none is set or valid.
+int localRanksFromLauncher(const std::function<const char*(const char*)>& getenv);
 
 // Below this many usable CPUs the engine takes its small-machine settings:
 // 2 workers and epoll (see autoWorkerThreads and autoEngineKind).
@@ -28,9 +55,11 @@ constexpr int kFewCpus = 4;
 // auto: twice the CPUs from 4 up, at most 16; 2 below 4.
 int autoWorkerThreads(int usableCpus);
 
-// Microseconds workers spin when BAGUA_NET_SPIN_US is auto: 50 from 8 usable
-// CPUs up, else 0.
-int autoSpinUs(int usableCpus);
+// Microseconds workers spin when BAGUA_NET_SPIN_US is auto: 50 when this
+// rank may count on 4 or more CPUs (`usableCpus`) out of 8 or more that it
+// shares with the host's other ranks (`hostShareCpus`: usableCpus with one
+// local rank), else 0. With one rank per host: 50 from 8 CPUs up.
+int autoSpinUs(int usableCpus, int hostShareCpus);
 
 // The engine BAGUA_NET_ENGINE=auto starts with `usableCpus`: epoll below 4
 // CPUs (unless zero-copy sends, which need io_uring, are asked for), else

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "net_plugin/base/cpu_budget.h"
 #include "net_plugin/base/knob_aliases.h"
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/status.h"
@@ -185,6 +186,7 @@ Params loadParams() {
   readKnob<knob::Type>(#name, min, max, &p.field);
 #include "net_plugin/base/knobs.def"
 #undef BAGUA_NET_KNOB
+  if (p.localRanks == 0) p.localRanks = localRanksFromLauncher(std::getenv);
   return p;
 }
 

@@ -10,8 +10,9 @@ namespace bagua::net {
 
 PluginState::PluginState(const Params& params)
     : params_(params),
-      testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpuCount())) {
-}
+      usableCpus_(bagua::net::usableCpus(readCpuBudget(), params.localRanks)),
+      hostShareCpus_(bagua::net::usableCpus(readCpuBudget(), 1)),
+      testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpus_)) {}
 
 void PluginState::init() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -38,19 +39,19 @@ void PluginState::init() {
 EngineKind PluginState::engineKind() const {
   EngineKind configured = params_.engine;
   if (configured != EngineKind::kAuto) return configured;
-  return autoEngineKind(usableCpuCount(), params_.zeroCopy);
+  return autoEngineKind(usableCpus_, params_.zeroCopy);
 }
 
 int PluginState::engineThreads() const {
   int configured = params_.threads;
   if (configured > 0) return configured;
-  return autoWorkerThreads(usableCpuCount());
+  return autoWorkerThreads(usableCpus_);
 }
 
 int PluginState::engineSpinUs() const {
   int configured = params_.spinUs;
   if (configured >= 0) return configured;
-  return autoSpinUs(usableCpuCount());
+  return autoSpinUs(usableCpus_, hostShareCpus_);
 }
 
 std::shared_ptr<Engine> PluginState::engine() {
@@ -69,9 +70,12 @@ std::shared_ptr<Engine> PluginState::engine() {
                           : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
-               "%zu-byte chunks%s%s",
+               "%zu-byte chunks, sized for %d usable CPUs%s%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
-               params_.chunkBytes,
+               params_.chunkBytes, usableCpus_,
+               params_.localRanks > 1
+                   ? (" (" + std::to_string(params_.localRanks) + " ranks on this host)").c_str()
+                   : "",
                !testYields_            ? ""
                : params_.testYield < 0 ? ", test() yields (auto: 2 or fewer usable CPUs)"
                                        : ", test() yields",

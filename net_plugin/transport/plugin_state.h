@@ -50,6 +50,11 @@ class PluginState {
   // Whether test() of an unfinished request yields the CPU
   // (BAGUA_NET_TEST_YIELD or the automatic choice, decided once).
   bool testYields() const { return testYields_; }
+  // The CPUs this rank sizes the automatic choices by (usableCpus of the
+  // process's budget and BAGUA_NET_LOCAL_RANKS), read once.
+  int usableCpus() const { return usableCpus_; }
+  // The same for one rank on the host (the CPUs the host's ranks share).
+  int hostShareCpus() const { return hostShareCpus_; }
 
   // The rate limiter for ranks without a v11 context (NULL when unlimited).
   std::shared_ptr<RateLimiter> processLimiter();
@@ -58,6 +63,8 @@ class PluginState {
 
  private:
   const Params params_;
+  const int usableCpus_;
+  const int hostShareCpus_;
   const bool testYields_;
   std::mutex mutex_;
   bool initialized_ = false;

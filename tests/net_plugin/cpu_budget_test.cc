@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include "net_plugin/transport/plugin_state.h"
@@ -308,11 +309,92 @@ TEST(AutoSizing, WorkersAndSpinPerUsableCpus) {
   EXPECT_EQ(autoWorkerThreads(6), 12);
   EXPECT_EQ(autoWorkerThreads(8), 16);
   EXPECT_EQ(autoWorkerThreads(192), 16);
-  EXPECT_EQ(autoSpinUs(2), 0);
-  EXPECT_EQ(autoSpinUs(4), 0);
-  EXPECT_EQ(autoSpinUs(7), 0);
-  EXPECT_EQ(autoSpinUs(8), 50);
-  EXPECT_EQ(autoSpinUs(64), 50);
+  // One rank on the host: its CPUs are the host's share.
+  EXPECT_EQ(autoSpinUs(2, 2), 0);
+  EXPECT_EQ(autoSpinUs(4, 4), 0);
+  EXPECT_EQ(autoSpinUs(7, 7), 0);
+  EXPECT_EQ(autoSpinUs(8, 8), 50);
+  EXPECT_EQ(autoSpinUs(64, 64), 50);
+  // Several: 4 of 16 spins (4 ranks on 16 CPUs), 2 of 16 does not (8 ranks).
+  EXPECT_EQ(autoSpinUs(4, 16), 50);
+  EXPECT_EQ(autoSpinUs(3, 16), 0);
+  EXPECT_EQ(autoSpinUs(2, 16), 0);
+}
+
+CpuBudget budget(int affinity, int quota, int online) {
+  CpuBudget b;
+  b.affinityCpus = affinity;
+  b.quotaCpus = quota;
+  b.onlineCpus = online;
+  return b;
+}
+
+TEST(RankShare, OneRankKeepsTheWholeBudget) {
+  EXPECT_EQ(usableCpus(budget(16, 0, 16), 1), 16);
+  EXPECT_EQ(usableCpus(budget(16, 0, 16), 0), 16) << "0 (unknown) counts as one rank";
+  EXPECT_EQ(usableCpus(budget(16, 6, 16), 1), 6) << "the quota bounds the mask";
+  EXPECT_EQ(usableCpus(budget(4, 0, 64), 1), 4);
+}
+
+TEST(RankShare, UnboundRanksDivideTheHost) {
+  EXPECT_EQ(usableCpus(budget(16, 0, 16), 8), 2);
+  EXPECT_EQ(usableCpus(budget(16, 0, 16), 4), 4);
+  EXPECT_EQ(usableCpus(budget(16, 0, 16), 2), 8);
+  EXPECT_EQ(usableCpus(budget(192, 0, 192), 8), 24);
+  EXPECT_EQ(usableCpus(budget(16, 0, 16), 32), 1) << "never below one CPU";
+}
+
+TEST(RankShare, MasksThatFitSideBySideAreABinding) {
+  // 8 ranks bound to 2 CPUs each on 16, 4 ranks to 4: kept whole.
+  EXPECT_EQ(usableCpus(budget(2, 0, 16), 8), 2);
+  EXPECT_EQ(usableCpus(budget(4, 0, 16), 4), 4);
+  EXPECT_EQ(usableCpus(budget(8, 0, 64), 8), 8);
+  // Masks of 6 for 4 ranks on 16 overlap somewhere: shared.
+  EXPECT_EQ(usableCpus(budget(6, 0, 16), 4), 1);
+}
+
+TEST(RankShare, TheContainersQuotaIsShared) {
+  // A container capped at 16 CPUs of a 128-CPU host, 8 ranks inside.
+  EXPECT_EQ(usableCpus(budget(128, 16, 128), 8), 2);
+  // Bound ranks in a capped container: the tighter of the two.
+  EXPECT_EQ(usableCpus(budget(4, 8, 128), 8), 1);
+  EXPECT_EQ(usableCpus(budget(8, 64, 128), 8), 8);
+}
+
+TEST(RankShare, LauncherVariables) {
+  auto from = [](std::map<std::string, std::string> vars) {
+    return localRanksFromLauncher([&vars](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    });
+  };
+  EXPECT_EQ(from({}), 1);
+  EXPECT_EQ(from({{"LOCAL_WORLD_SIZE", "8"}}), 8);
+  EXPECT_EQ(from({{"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}), 4);
+  EXPECT_EQ(from({{"MPI_LOCALNRANKS", "2"}}), 2);
+  EXPECT_EQ(from({{"SLURM_NTASKS_PER_NODE", "6"}}), 6);
+  EXPECT_EQ(from({{"LOCAL_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}), 8)
+      << "torchrun's own count first";
+  EXPECT_EQ(from({{"LOCAL_WORLD_SIZE", "x"}, {"MPI_LOCALNRANKS", "3"}}), 3)
+      << "a malformed value is skipped";
+  EXPECT_EQ(from({{"LOCAL_WORLD_SIZE", "0"}}), 1);
+  EXPECT_EQ(from({{"LOCAL_WORLD_SIZE", "8(x2)"}}), 1);
+}
+
+TEST(RankShare, PluginStateSizesEachRankByItsShare) {
+  Params p;
+  p.localRanks = 1;
+  PluginState alone(p);
+  p.localRanks = 4096;  // more ranks than any test machine's CPUs: 1 CPU each
+  PluginState crowded(p);
+  EXPECT_EQ(crowded.hostShareCpus(), alone.usableCpus());
+  if (alone.usableCpus() * 4096 <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))) {
+    GTEST_SKIP() << "this process's mask fits 4096 times in the host";
+  }
+  EXPECT_EQ(crowded.usableCpus(), 1);
+  EXPECT_EQ(crowded.engineThreads(), 2);
+  EXPECT_EQ(crowded.engineSpinUs(), 0);
+  EXPECT_TRUE(crowded.testYields());
 }
 
 TEST(AutoSizing, TestYieldsPerUsableCpus) {
