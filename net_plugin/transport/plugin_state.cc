@@ -45,7 +45,11 @@ EngineKind PluginState::engineKind() const {
 int PluginState::engineThreads() const {
   int configured = params_.threads;
   if (configured > 0) return configured;
-  return autoWorkerThreads(usableCpus_);
+  // Sized by the CPUs the host's ranks share, not this rank's part: workers
+  // that do not spin cost nothing while idle, and 4 ranks on 16 CPUs moved
+  // 5-9% more at 16-256 MiB with 16 workers each than with 8
+  // (bench/results/net_ranks_gpu_2026-11-28).
+  return autoWorkerThreads(hostShareCpus_);
 }
 
 int PluginState::engineSpinUs() const {
