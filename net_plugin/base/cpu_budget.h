@@ -32,8 +32,8 @@ CpuBudget readCpuBudget();
 // disjoint (mask x ranks > online CPUs: nobody bound them, they share the
 // host), and a cgroup quota divided among them (it caps the container they
 // share). Eight ranks on a 16-CPU host get 2 each: sized for 16, each started
-// 16 workers spinning after every message and all_reduce took 3x NCCL's
-// socket transport at 8 B-512 KiB (bench/results/net_ranks_gpu_2026-11-28).
+// 16 workers spinning after every message and all_reduce took 3-4x the
+// time of NCCL's socket transport at 8 B-512 KiB (bench/results/net_ranks_gpu_2026-11-28).
 // At least 1.
 int usableCpus(const CpuBudget& budget, int localRanks);
 

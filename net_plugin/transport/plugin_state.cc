@@ -46,9 +46,9 @@ int PluginState::engineThreads() const {
   int configured = params_.threads;
   if (configured > 0) return configured;
   // Sized by the CPUs the host's ranks share, not this rank's part: workers
-  // that do not spin cost nothing while idle, and 4 ranks on 16 CPUs moved
-  // 5-9% more at 16-256 MiB with 16 workers each than with 8
-  // (bench/results/net_ranks_gpu_2026-11-28).
+  // that do not spin cost nothing while idle; at 4 ranks on 16 CPUs 16
+  // workers each were level with or ahead of 8 at 16-256 MiB, and at 8 ranks
+  // 16 and 2 were level (bench/results/net_ranks_gpu_2026-11-28).
   return autoWorkerThreads(hostShareCpus_);
 }
 
