@@ -18,6 +18,8 @@
 #   RATE_GBIT=10 DELAY_MS=1 REPS=2 CONFIGS="bagua socket socket_tuned"
 #   PLUGIN=<libnccl-net-bagua.so> CAP_S=120 (one run of both ranks)
 #   LINK=veth|tun EMU=<bench-link-emulator> EMU_CPUS=14-15
+#   RANK_CPUS=<list> (the ranks and probes are pinned there; LINK=tun's default:
+#   every CPU but EMU_CPUS, so the delay line is never preempted by a rank)
 # Prints the summary table (slow_link_summary.py) and writes OUT_DIR/results.jsonl,
 # OUT_DIR/<config>_<rep>.rank<R>.log, OUT_DIR/qdisc.txt (tc -s after the runs;
 # LINK=tun: OUT_DIR/emulator.txt, its counters).
@@ -35,6 +37,18 @@ LINK=${LINK:-veth}
 EMU=${EMU:-$ROOT/build/bench/tools/bench-link-emulator}
 EMU_CPUS=${EMU_CPUS:-14-15}
 EMU_PID=
+RANK_CPUS=${RANK_CPUS:-}
+if [ "$LINK" = tun ] && [ -z "$RANK_CPUS" ]; then
+  RANK_CPUS=$(python3 -c '
+import os, sys
+emu = set()
+for part in sys.argv[1].split(","):
+    lo, _, hi = part.partition("-")
+    emu.update(range(int(lo), int(hi or lo) + 1))
+print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - emu)))' "$EMU_CPUS")
+fi
+PIN=()
+[ -n "$RANK_CPUS" ] && PIN=(taskset -c "$RANK_CPUS")
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -108,25 +122,34 @@ fi
     echo "link: veth, tbf ${RATE_GBIT} Gbit/s + netem ${DELAY_MS} ms each way; reps $REPS; configs $CONFIGS"
     tc -n "$A" qdisc show dev $IF
   fi
-  # One plain TCP stream across the link, 5 s: what the link gives one socket.
-  ip netns exec "$B" python3 -c '
-import socket, time
+  [ -n "$RANK_CPUS" ] && echo "ranks and probes on CPUs $RANK_CPUS"
+  # Plain TCP across the link, 5 s: one stream, then one each way at once
+  # (all_reduce sends both ways): what the link gives one socket.
+  probe() {  # probe LABEL FROM_NS TO_NS TO_ADDR PORT
+    ip netns exec "$3" "${PIN[@]}" python3 -c '
+import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("10.233.0.2", 5201)); s.listen(1); s.settimeout(20)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); s.settimeout(20)
 c, _ = s.accept(); n = 0; t = time.time(); b = bytearray(1 << 20)
 while True:
     k = c.recv_into(b)
     if not k: break
     n += k
-print("one plain TCP stream: %.2f Gbit/s" % (n * 8 / (time.time() - t) / 1e9))' &
-  probe=$!
-  sleep 1
-  ip netns exec "$A" python3 -c '
-import socket, time
-c = socket.create_connection(("10.233.0.2", 5201), timeout=20); b = bytes(1 << 20); t = time.time()
+print("%s: %.2f Gbit/s" % (sys.argv[3], n * 8 / (time.time() - t) / 1e9))' "$4" "$5" "$1" &
+    local receiver=$!
+    sleep 1
+    ip netns exec "$2" "${PIN[@]}" python3 -c '
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20); b = bytes(1 << 20); t = time.time()
 while time.time() - t < 5: c.sendall(b)
-c.close()'
-  wait "$probe"  # not a bare wait: the emulator is a background job too
+c.close()' "$4" "$5"
+    wait "$receiver"  # not a bare wait: the emulator is a background job too
+  }
+  probe "one plain TCP stream" "$A" "$B" 10.233.0.2 5201
+  probe "both ways at once, A->B" "$A" "$B" 10.233.0.2 5202 &
+  both=$!
+  probe "both ways at once, B->A" "$B" "$A" 10.233.0.1 5203
+  wait "$both"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
@@ -154,7 +177,7 @@ for rep in $(seq 1 "$REPS"); do
     for rank in 0 1; do
       ns=$A; [ $rank = 1 ] && ns=$B
       # shellcheck disable=SC2046
-      ip netns exec "$ns" env $(config_env "$config") NCCL_SOCKET_IFNAME=$IF NCCL_IB_DISABLE=1 \
+      ip netns exec "$ns" "${PIN[@]}" env $(config_env "$config") NCCL_SOCKET_IFNAME=$IF NCCL_IB_DISABLE=1 \
         NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO \
         NCCL_DEBUG_SUBSYS=INIT,NET,TUNING \
         timeout "$CAP_S" python3 "$HERE/slow_link_bench.py" --rank $rank --world 2 \
