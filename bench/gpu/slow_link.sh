@@ -46,6 +46,7 @@ for part in sys.argv[1].split(","):
     lo, _, hi = part.partition("-")
     emu.update(range(int(lo), int(hi or lo) + 1))
 print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - emu)))' "$EMU_CPUS")
+  # (none left: the ranks share the emulator's CPUs, unpinned)
 fi
 PIN=()
 [ -n "$RANK_CPUS" ] && PIN=(taskset -c "$RANK_CPUS")

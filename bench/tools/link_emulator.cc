@@ -20,7 +20,10 @@
 // setns(2) around the open; hrtimers, ppoll's ns timeout and a 1 ns timer
 // slack, so sleeping until a release time costs only the wake-up latency.
 // --spin-us N polls instead of sleeping for the last N us (more accurate,
-// but it burns a core). One thread; packet buffers are recycled.
+// but it burns a core). One thread per direction (one thread for both carried
+// 9.6 Gbit/s one way but 4.9 each way at once, and released packets 190-300 us
+// late under all_reduce's two-way load: bench/results/slow_link_gpu_2026-11-28);
+// packet buffers are recycled.
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
@@ -31,6 +34,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,7 +48,9 @@
 #include <ctime>
 #include <deque>
 #include <limits>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -266,41 +272,58 @@ int main(int argc, char** argv) {
   if (!cfg.readyFile.empty()) writeReadyFile(cfg.readyFile);
   Direction aToB("A->B", tunA, tunB, cfg);
   Direction bToA("B->A", tunB, tunA, cfg);
-
-  pollfd fds[3] = {{tunA, POLLIN, 0}, {tunB, POLLIN, 0}, {sigFd, POLLIN, 0}};
+  // Written once to stop both directions' threads.
+  const int stopFd = eventfd(0, EFD_CLOEXEC);
+  if (stopFd < 0) fail("eventfd");
+  std::atomic<int> status{0};
+  auto stopAll = [stopFd] {
+    const uint64_t one = 1;
+    if (write(stopFd, &one, sizeof(one)) != sizeof(one)) fail("write eventfd");
+  };
+  auto run = [&](Direction* dir, int inFd) {
+    pollfd fds[2] = {{inFd, POLLIN, 0}, {stopFd, POLLIN, 0}};
+    for (;;) {
+      int64_t now = nowNs();
+      dir->deliver(now);
+      const int64_t next = dir->nextReleaseNs();
+      timespec timeout{};
+      timespec* timeoutPtr = nullptr;  // nothing on the wire: sleep until a packet arrives
+      if (next != kNever) {
+        now = nowNs();
+        // With --spin-us, wake that much early and poll without sleeping until the release.
+        const int64_t wait = std::max<int64_t>(0, next - now - cfg.spinNs);
+        timeout.tv_sec = wait / 1000000000;
+        timeout.tv_nsec = wait % 1000000000;
+        timeoutPtr = &timeout;
+      }
+      if (ppoll(fds, 2, timeoutPtr, nullptr) < 0) {
+        if (errno == EINTR) continue;
+        fail("ppoll");
+      }
+      if (fds[1].revents & POLLIN) return;
+      if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+        std::fprintf(stderr, "link_emulator: a TUN device went away (namespace deleted?)\n");
+        status = 1;
+        stopAll();
+        return;
+      }
+      if (fds[0].revents & POLLIN) dir->receive();
+    }
+  };
   const int64_t startNs = nowNs();
-  int status = 0;
-  for (;;) {
-    int64_t now = nowNs();
-    aToB.deliver(now);
-    bToA.deliver(now);
-    const int64_t next = std::min(aToB.nextReleaseNs(), bToA.nextReleaseNs());
-    timespec timeout{};
-    timespec* timeoutPtr = nullptr;  // nothing on either wire: sleep until a packet arrives
-    if (next != kNever) {
-      now = nowNs();
-      // With --spin-us, wake that much early and poll without sleeping until the release.
-      const int64_t wait = std::max<int64_t>(0, next - now - cfg.spinNs);
-      timeout.tv_sec = wait / 1000000000;
-      timeout.tv_nsec = wait % 1000000000;
-      timeoutPtr = &timeout;
-    }
-    if (ppoll(fds, 3, timeoutPtr, nullptr) < 0) {
-      if (errno == EINTR) continue;
-      fail("ppoll");
-    }
-    if (fds[2].revents & POLLIN) break;
-    if ((fds[0].revents | fds[1].revents) & (POLLERR | POLLHUP | POLLNVAL)) {
-      std::fprintf(stderr, "link_emulator: a TUN device went away (namespace deleted?)\n");
-      status = 1;
-      break;
-    }
-    if (fds[0].revents & POLLIN) aToB.receive();
-    if (fds[1].revents & POLLIN) bToA.receive();
+  std::thread aThread(run, &aToB, tunA);
+  std::thread bThread(run, &bToA, tunB);
+  // A stop request, or a direction that failed (it writes stopFd).
+  pollfd wait[2] = {{sigFd, POLLIN, 0}, {stopFd, POLLIN, 0}};
+  while (ppoll(wait, 2, nullptr, nullptr) < 0) {
+    if (errno != EINTR) fail("ppoll");
   }
+  if (wait[0].revents & POLLIN) stopAll();
+  aThread.join();
+  bThread.join();
   aToB.printCounters();
   bToA.printCounters();
   printCpu(nowNs() - startNs);
   std::fflush(stdout);
-  return status;
+  return status.load();
 }
