@@ -74,9 +74,9 @@ std::shared_ptr<Engine> PluginState::engine() {
                           : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
-               "%zu-byte chunks, sized for %d usable CPUs%s%s%s",
+               "%zu-byte chunks, sized for %d usable CPU%s%s%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
-               params_.chunkBytes, usableCpus_,
+               params_.chunkBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
                params_.localRanks > 1
                    ? (" (" + std::to_string(params_.localRanks) + " ranks on this host)").c_str()
                    : "",

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "tools/bagua_net_perf/patterns.h"
 #include "tools/bagua_net_perf/plugin_transport.h"
@@ -85,6 +86,10 @@ int runRank(const Options& options, const RankTask& task) {
   // Die with the launcher, so a killed benchmark leaves no ranks behind.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
+  // As torchrun does (unless the caller's environment or the configuration
+  // says otherwise): the plugin sizes each rank by its share of the CPUs the
+  // ranks of this host share (BAGUA_NET_LOCAL_RANKS auto).
+  setenv("LOCAL_WORLD_SIZE", std::to_string(task.world).c_str(), 0);
   for (const auto& [key, value] : task.config->env) setenv(key.c_str(), value.c_str(), 1);
   setupPluginLogger(task.rank);
   RunStore store(task.storeDir, options.timeout);
