@@ -30,15 +30,16 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdint>
@@ -48,7 +49,6 @@
 #include <ctime>
 #include <deque>
 #include <limits>
-#include <atomic>
 #include <string>
 #include <thread>
 #include <utility>

@@ -254,7 +254,8 @@ int usableCpus(const CpuBudget& budget, int localRanks) {
   // exceeds the host) are shared: launchers leave every rank the whole host
   // unless told to bind. Masks that fit side by side are taken as a binding
   // (Slurm, mpirun --bind-to core, taskset per rank) and kept whole.
-  if (cpus > 0 && budget.onlineCpus > 0 && static_cast<long long>(cpus) * ranks > budget.onlineCpus) {
+  if (cpus > 0 && budget.onlineCpus > 0 &&
+      static_cast<long long>(cpus) * ranks > budget.onlineCpus) {
     cpus /= ranks;
   }
   // A cgroup quota caps the container, and with it every rank inside.

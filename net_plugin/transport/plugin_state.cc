@@ -8,10 +8,12 @@
 
 namespace bagua::net {
 
-PluginState::PluginState(const Params& params)
+PluginState::PluginState(const Params& params) : PluginState(params, readCpuBudget()) {}
+
+PluginState::PluginState(const Params& params, const CpuBudget& budget)
     : params_(params),
-      usableCpus_(bagua::net::usableCpus(readCpuBudget(), params.localRanks)),
-      hostShareCpus_(bagua::net::usableCpus(readCpuBudget(), 1)),
+      usableCpus_(bagua::net::usableCpus(budget, params.localRanks)),
+      hostShareCpus_(bagua::net::usableCpus(budget, 1)),
       testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpus_)) {}
 
 void PluginState::init() {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "net_plugin/base/cpu_budget.h"
 #include "net_plugin/base/devices.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/transport/rate_limiter.h"
@@ -62,6 +63,8 @@ class PluginState {
   std::shared_ptr<RateLimiter> makeLimiter() const;
 
  private:
+  PluginState(const Params& params, const CpuBudget& budget);
+
   const Params params_;
   const int usableCpus_;
   const int hostShareCpus_;
