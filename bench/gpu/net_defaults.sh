@@ -13,6 +13,8 @@
 #          [REPS=3] [CONFIGS="bagua socket socket_tuned ..."] [GPUS=1] \
 #          [COLLECTIVES="all_reduce all_gather reduce_scatter sendrecv"] \
 #          bash bench/gpu/net_defaults.sh OUT_DIR
+# LIMIT_STREAMS="1 4 16" (default; "" skips): the loopback TCP ceiling per
+# rank count, before and after the sweeps, in limit.txt and the summary.
 # A configuration is a name from the table below, or NAME=ENV1=V1,ENV2=V2
 # (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8;
 # a NAME that starts with "socket" runs NCCL's socket transport with them,
@@ -34,6 +36,10 @@ ITERS=${ITERS:-"-n 20 -w 5"}
 CAP_S=${CAP_S:-120}
 GPUS=${GPUS:-1}
 COLLECTIVES=${COLLECTIVES:-all_reduce}
+# The host's ceiling measured before and after the sweeps (tcp_limit.py: a
+# ring of RANKS processes over loopback TCP, K sockets to each neighbour, what
+# each rank sends per second = busbw's ceiling); empty skips it.
+LIMIT_STREAMS=${LIMIT_STREAMS-"1 4 16"}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -107,6 +113,16 @@ sweep() {
   echo "$tag: rc=$? in $((SECONDS - t0)) s"
 }
 
+# limit WHEN: the TCP ring ceiling for every rank count and stream count.
+limit() {
+  for np in $RANKS; do
+    for k in $LIMIT_STREAMS; do
+      echo "$1: $(python3 "$HERE/tcp_limit.py" --ranks "$np" --streams "$k" --seconds 5 2>&1 | tail -n 1)"
+    done
+  done | tee -a "$OUT/limit.txt"
+}
+
+limit before
 for np in $RANKS; do
   for rep in $(seq 1 "$REPS"); do
     for coll in $COLLECTIVES; do
@@ -116,4 +132,5 @@ for np in $RANKS; do
     done
   done
 done
+limit after
 python3 "$HERE/net_defaults_summary.py" "$OUT" | tee "$OUT/summary.md"

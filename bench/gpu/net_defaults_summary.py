@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summary of net_defaults.sh: per collective and rank count, the median over repetitions of
 each config's out-of-place time (<= 1 MiB) and busbw (above), the ratios
-against socket defaults and tuned, the channels NCCL chose, #wrong.
+against socket defaults and tuned, the channels NCCL chose, #wrong, and the host's
+loopback TCP ceiling (limit.txt) where measured.
 
 Usage: net_defaults_summary.py OUT_DIR  (markdown on stdout)
 """
@@ -94,6 +95,13 @@ def main(out):
             f"{c} {'/'.join(sorted(chans[(ranks, c)]))} ch, {wrong[(ranks, c)]} wrong" for c in configs))
     if failed:
         print("\nruns without a concluded table: " + ", ".join(failed))
+    limit_path = os.path.join(out, "limit.txt")
+    if os.path.exists(limit_path):
+        with open(limit_path) as f:
+            lines = [line.rstrip() for line in f if line.strip()]
+        print("\nThe host's ceiling for busbw (bench/gpu/tcp_limit.py, loopback TCP, before and "
+              "after the sweeps):\n")
+        print("\n".join(f"    {line}" for line in lines))
 
 
 if __name__ == "__main__":
