@@ -59,8 +59,10 @@ bool parseKnob(knob::Engine, const char* text, long long, long long, EngineKind*
     *out = EngineKind::kIoUring;
   } else if (value == "epoll") {
     *out = EngineKind::kEpoll;
+  } else if (value == "inline") {
+    *out = EngineKind::kInline;
   } else {
-    *expected = "auto, io_uring or epoll";
+    *expected = "auto, io_uring, epoll or inline";
     return false;
   }
   return true;
@@ -138,6 +140,8 @@ std::string knobText(knob::Engine, EngineKind value) {
       return "io_uring";
     case EngineKind::kEpoll:
       return "epoll";
+    case EngineKind::kInline:
+      return "inline";
   }
   return "?";
 }
@@ -172,7 +176,9 @@ std::string acceptedText(knob::Int, long long lo, long long hi) {
 std::string acceptedText(knob::Bytes, long long lo, long long hi) {
   return bytesText(static_cast<size_t>(lo)) + ".." + bytesText(static_cast<size_t>(hi));
 }
-std::string acceptedText(knob::Engine, long long, long long) { return "auto | io_uring | epoll"; }
+std::string acceptedText(knob::Engine, long long, long long) {
+  return "auto | io_uring | epoll | inline";
+}
 std::string acceptedText(knob::ZeroCopy, long long, long long) { return "off | auto | always"; }
 std::string acceptedText(knob::CpuList, long long, long long) { return "a CPU list"; }
 std::string acceptedText(knob::Text, long long, long long) { return "any text"; }

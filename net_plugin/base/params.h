@@ -17,7 +17,7 @@
 
 namespace bagua::net {
 
-enum class EngineKind { kAuto, kIoUring, kEpoll };
+enum class EngineKind { kAuto, kIoUring, kEpoll, kInline };
 enum class ZeroCopyMode { kOff, kAuto, kAlways };
 
 // The minimum retransmission timeout BAGUA_NET_RTO_MIN_US=-1 picks: 50 to
@@ -34,7 +34,7 @@ struct Int {  // a decimal integer in [min, max]
 struct Bytes {  // a size with an optional K/M/G suffix (binary), in [min, max]
   using Value = size_t;
 };
-struct Engine {  // auto | io_uring | epoll
+struct Engine {  // auto | io_uring | epoll | inline
   using Value = EngineKind;
 };
 struct ZeroCopy {  // off | auto | always

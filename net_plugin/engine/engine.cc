@@ -1,4 +1,5 @@
-// Engine selection: io_uring unless told otherwise or unavailable.
+// Engine selection: io_uring unless told otherwise or unavailable; epoll,
+// with worker threads or driven by the callers (inline).
 #include "net_plugin/engine/engine.h"
 
 #include <pthread.h>
@@ -16,7 +17,9 @@ namespace bagua::net {
 namespace {
 
 std::unique_ptr<Engine> startEngine(const EngineConfig& config, std::string* note) {
-  if (config.kind == EngineKind::kEpoll) return createEpollEngine(config);
+  if (config.kind == EngineKind::kEpoll || config.kind == EngineKind::kInline) {
+    return createEpollEngine(config);
+  }
   if (config.kind == EngineKind::kIoUring) return createUringEngine(config);
   try {
     return createUringEngine(config);

@@ -3,7 +3,11 @@
 // stream's I/O is started and completed on that worker's thread, so stream
 // state needs no lock. Two implementations share this interface: io_uring
 // (uring_engine.cc, one ring per worker) and epoll (epoll_engine.cc, for
-// containers whose seccomp profile blocks io_uring).
+// containers whose seccomp profile blocks io_uring). The epoll engine also
+// runs without threads (EngineKind::kInline): its one worker's loop then
+// turns only inside progress(), called by the comms from the caller's
+// isend/irecv/test/close, one caller at a time, which stands in for "the
+// worker's thread" below.
 //
 // Completion semantics are the same for both: at most one send and one
 // receive are pending per fd; each finishes exactly once with the bytes moved
@@ -45,7 +49,8 @@ class IoHandler {
 };
 
 // One worker thread. post() is thread-safe; every other method must be called
-// on the worker's own thread (from a posted task or a completion).
+// on the worker's own thread (from a posted task or a completion; for a
+// caller-driven engine, from inside Engine::progress()).
 class Worker {
  public:
   virtual ~Worker() = default;
@@ -80,16 +85,25 @@ class Engine {
   virtual ~Engine() = default;
   // "io_uring" or "epoll".
   virtual const char* name() const = 0;
-  // Number of worker threads.
+  // Number of workers: threads, or 1 for a caller-driven engine.
   virtual int workerCount() const = 0;
   // Worker `index` in [0, workerCount()).
   virtual Worker& worker(int index) = 0;
+  // True when the engine has no threads (kInline): its work runs only in
+  // progress(), which whoever waits on it must call.
+  virtual bool callerDriven() const { return false; }
+  // Caller-driven engines: runs what is ready (posted tasks, due timers,
+  // completions, sockets with data or room) once, without blocking, on the
+  // calling thread; returns at once while another thread is doing so. Never
+  // call it holding a lock a handler takes (a comm's mutex). No-op for
+  // engines with threads.
+  virtual void progress() {}
 };
 
 // What an engine starts with (the plugin state fills it from the knobs).
 struct EngineConfig {
   EngineKind kind = EngineKind::kAuto;
-  int threads = 1;  // worker threads
+  int threads = 1;  // worker threads (kInline: none; ignored)
   int spinUs = 0;   // microseconds a worker polls after any activity before it sleeps
   // BAGUA_NET_CPUS: worker i is pinned to cpus[i mod size]; empty: unpinned.
   std::vector<int> cpus;
@@ -104,6 +118,8 @@ using EngineSource = std::function<std::shared_ptr<Engine>()>;
 // start.
 std::unique_ptr<Engine> createEngine(const EngineConfig& config, std::string* note);
 
+// epoll with config.threads worker threads, or caller-driven with none when
+// config.kind is kInline.
 std::unique_ptr<Engine> createEpollEngine(const EngineConfig& config);
 
 // The CPU worker `index` is pinned to: the (index mod n)-th of `cpus`, or -1

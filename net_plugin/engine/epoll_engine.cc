@@ -8,6 +8,13 @@
 // never from inside send()/recv(), so handlers that start the next
 // operation do not recurse. Timers are a deadline map consulted by the loop;
 // spinning polls with a zero timeout for spinUs after the last activity.
+//
+// Inline (EngineKind::kInline): one worker and no thread. Each progress()
+// turns the loop once with a zero timeout on the caller's thread, under a
+// try-lock, so the caller's isend/irecv/test do the socket I/O themselves,
+// as NCCL's socket transport does from its proxy thread when it has no
+// helper threads. Where CPUs are as few as the callers that spin on test(),
+// worker threads only compete with them for those CPUs.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,10 +48,15 @@ struct FdState {
 
 class EpollWorker final : public Worker {
  public:
-  EpollWorker(int index, int spinUs, int cpu)
-      : index_(index), spin_(std::chrono::microseconds(spinUs)) {
+  // With `threaded` false the worker has no thread: progress() turns its loop.
+  EpollWorker(int index, int spinUs, int cpu, bool threaded)
+      : index_(index),
+        spin_(std::chrono::microseconds(spinUs)),
+        threaded_(threaded),
+        tasks_(threaded) {
     epollFd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epollFd_ < 0) throw NetError(Status::kSystemError, errnoMessage("epoll_create1", errno));
+    if (!threaded_) return;  // nobody sleeps in epoll_wait: no wake-up fd needed
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = tasks_.wakeFd();
@@ -68,9 +80,21 @@ class EpollWorker final : public Worker {
   }
 
   ~EpollWorker() override {
-    tasks_.requestStop();
-    thread_.join();
+    if (threaded_) {
+      tasks_.requestStop();
+      thread_.join();
+    } else {
+      runReady();  // tasks posted after the last progress() (detached streams only)
+    }
     ::close(epollFd_);
+  }
+
+  // Caller-driven: one turn of the loop, unless another thread is in one.
+  void progress() {
+    std::unique_lock<std::mutex> turn(turnMutex_, std::try_to_lock);
+    if (!turn.owns_lock()) return;
+    runReady();
+    handleReady(0);
   }
 
   void post(std::function<void()> task) override { tasks_.post(std::move(task)); }
@@ -189,37 +213,51 @@ class EpollWorker final : public Worker {
     }
   }
 
-  void run() {
+  // Runs posted tasks and due timers and delivers completions; true when
+  // any of them did something.
+  bool runReady() {
+    bool active = tasks_.runAll() > 0;
+    active = fireTimers() > 0 || active;
+    active = !done_.empty() || active;
+    deliver();
+    return active;
+  }
+
+  // Waits up to timeoutMs for ready fds, retries their pending operations
+  // and delivers what finished; returns the number of ready fds.
+  int handleReady(int timeoutMs) {
     constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
+    int n = epoll_wait(epollFd_, events, kMaxEvents, timeoutMs);
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == tasks_.wakeFd()) {
+        tasks_.clearWake();
+        continue;
+      }
+      auto it = fds_.find(fd);
+      if (it == fds_.end()) continue;
+      FdState& st = it->second;
+      if (st.sendIov != nullptr) trySend(fd, st);
+      if (st.recvIov != nullptr) tryRecv(fd, st);
+    }
+    deliver();
+    return n;
+  }
+
+  void run() {
     Clock::time_point lastActive = Clock::now();
     while (!(tasks_.stopRequested() && fds_.empty())) {
-      bool active = tasks_.runAll() > 0;
-      active = fireTimers() > 0 || active;
-      active = !done_.empty() || active;
-      deliver();
-      if (active) lastActive = Clock::now();
+      if (runReady()) lastActive = Clock::now();
       if (tasks_.stopRequested() && fds_.empty()) break;
-      int n = epoll_wait(epollFd_, events, kMaxEvents, waitTimeoutMs(lastActive + spin_));
-      if (n > 0) lastActive = Clock::now();
-      for (int i = 0; i < n; ++i) {
-        int fd = events[i].data.fd;
-        if (fd == tasks_.wakeFd()) {
-          tasks_.clearWake();
-          continue;
-        }
-        auto it = fds_.find(fd);
-        if (it == fds_.end()) continue;
-        FdState& st = it->second;
-        if (st.sendIov != nullptr) trySend(fd, st);
-        if (st.recvIov != nullptr) tryRecv(fd, st);
-      }
-      deliver();
+      if (handleReady(waitTimeoutMs(lastActive + spin_)) > 0) lastActive = Clock::now();
     }
   }
 
   int index_;
   std::chrono::microseconds spin_;
+  bool threaded_;
+  std::mutex turnMutex_;  // caller-driven: held by the thread turning the loop
   int epollFd_ = -1;
   TaskQueue tasks_;
   std::thread thread_;
@@ -230,17 +268,26 @@ class EpollWorker final : public Worker {
 
 class EpollEngine final : public Engine {
  public:
-  explicit EpollEngine(const EngineConfig& config) {
+  explicit EpollEngine(const EngineConfig& config) : inline_(config.kind == EngineKind::kInline) {
+    if (inline_) {
+      workers_.push_back(std::make_unique<EpollWorker>(0, 0, -1, false));
+      return;
+    }
     for (int i = 0; i < config.threads; ++i) {
       workers_.push_back(
-          std::make_unique<EpollWorker>(i, config.spinUs, workerCpu(i, config.cpus)));
+          std::make_unique<EpollWorker>(i, config.spinUs, workerCpu(i, config.cpus), true));
     }
   }
-  const char* name() const override { return "epoll"; }
+  const char* name() const override { return inline_ ? "inline" : "epoll"; }
   int workerCount() const override { return static_cast<int>(workers_.size()); }
   Worker& worker(int index) override { return *workers_.at(static_cast<size_t>(index)); }
+  bool callerDriven() const override { return inline_; }
+  void progress() override {
+    if (inline_) workers_.front()->progress();
+  }
 
  private:
+  bool inline_;
   std::vector<std::unique_ptr<EpollWorker>> workers_;
 };
 

@@ -10,12 +10,15 @@
 
 namespace bagua::net {
 
-TaskQueue::TaskQueue() {
+TaskQueue::TaskQueue(bool wakes) {
+  if (!wakes) return;
   wakeFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wakeFd_ < 0) throw NetError(Status::kSystemError, errnoMessage("eventfd()", errno));
 }
 
-TaskQueue::~TaskQueue() { ::close(wakeFd_); }
+TaskQueue::~TaskQueue() {
+  if (wakeFd_ >= 0) ::close(wakeFd_);
+}
 
 void TaskQueue::post(std::function<void()> task) {
   {
@@ -23,7 +26,7 @@ void TaskQueue::post(std::function<void()> task) {
     tasks_.push_back(std::move(task));
   }
   // Only the first post after a drain pays for the eventfd write.
-  if (!woken_.exchange(true, std::memory_order_acq_rel)) {
+  if (!woken_.exchange(true, std::memory_order_acq_rel) && wakeFd_ >= 0) {
     uint64_t one = 1;
     ssize_t ignored = ::write(wakeFd_, &one, sizeof(one));
     (void)ignored;  // EAGAIN means the counter is already non-zero: awake anyway

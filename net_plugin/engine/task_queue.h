@@ -1,6 +1,7 @@
 // Cross-thread task queue of a worker, woken through an eventfd that the
 // worker's loop waits on (io_uring read or epoll). post() writes the eventfd
 // only when the worker has not been woken since it last drained the queue.
+// A caller-driven worker, which never sleeps, has no eventfd.
 #pragma once
 
 #include <atomic>
@@ -12,13 +13,13 @@ namespace bagua::net {
 
 class TaskQueue {
  public:
-  // Creates the eventfd; throws NetError on failure (e.g. EMFILE).
-  TaskQueue();
+  // Creates the eventfd when `wakes`; throws NetError on failure (EMFILE).
+  explicit TaskQueue(bool wakes = true);
   ~TaskQueue();
   TaskQueue(const TaskQueue&) = delete;
   TaskQueue& operator=(const TaskQueue&) = delete;
 
-  // The eventfd the worker waits on for readability.
+  // The eventfd the worker waits on for readability (-1 without one).
   int wakeFd() const { return wakeFd_; }
   // Queues `task` and wakes the worker. Thread-safe.
   void post(std::function<void()> task);

@@ -2,6 +2,7 @@
 #include "net_plugin/transport/comm.h"
 
 #include <chrono>
+#include <thread>
 
 #include "net_plugin/base/log.h"
 #include "net_plugin/transport/stream.h"
@@ -35,6 +36,8 @@ void Comm::startStreams(std::vector<std::unique_ptr<Stream>> streams) {
 }
 
 Status Comm::test(Request* req, int* done, int* size) {
+  // A caller-driven engine moves the bytes here, in the caller's poll.
+  if (!req->done.load(std::memory_order_acquire)) engine_->progress();
   if (req->done.load(std::memory_order_acquire)) {
     *done = 1;
     if (size != nullptr) {
@@ -81,9 +84,22 @@ bool Comm::close() {
     Stream* s = stream.get();
     s->worker().post([s] { s->beginClose(); });
   }
+  auto allClosed = [this] { return closedStreams_ == streams_.size(); };
+  bool finished = false;
+  if (engine_->callerDriven()) {
+    // Nobody else may turn the engine: drive it until the streams let go.
+    auto deadline = std::chrono::steady_clock::now() + kCloseTimeout;
+    while (!finished && std::chrono::steady_clock::now() < deadline) {
+      engine_->progress();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished = allClosed();
+      }
+      if (!finished) std::this_thread::yield();  // another thread may be turning it
+    }
+  }
   std::unique_lock<std::mutex> lock(mutex_);
-  bool finished =
-      closedCv_.wait_for(lock, kCloseTimeout, [this] { return closedStreams_ == streams_.size(); });
+  if (!engine_->callerDriven()) finished = closedCv_.wait_for(lock, kCloseTimeout, allClosed);
   if (!finished) {
     BAGUA_WARN(
         "closing connection with %s: %zu of %zu streams did not stop within %lld s; "

@@ -71,9 +71,12 @@ std::shared_ptr<Engine> PluginState::engine() {
   if (!note.empty()) BAGUA_WARN("%s", note.c_str());
   // One line per process at INFO; restarts after idle periods only at TRACE.
   if (!engineLogged_) {
-    std::string why = params_.engine == EngineKind::kAuto && kind == EngineKind::kEpoll
-                          ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
-                          : "";
+    std::string why =
+        kind == EngineKind::kInline
+            ? " (experimental: no threads, the callers' isend/irecv/test move the bytes)"
+        : params_.engine == EngineKind::kAuto && kind == EngineKind::kEpoll
+            ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
+            : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
                "%zu-byte chunks, sized for %d usable CPU%s%s%s%s",

@@ -57,6 +57,30 @@ std::string loadError(const char* name, const char* value) {
   return "";
 }
 
+TEST(LoadParams, EngineNames) {
+  for (auto [text, kind] : {std::pair{"auto", EngineKind::kAuto},
+                            {"io_uring", EngineKind::kIoUring},
+                            {"epoll", EngineKind::kEpoll},
+                            {"inline", EngineKind::kInline}}) {
+    ScopedEnv engine("BAGUA_NET_ENGINE", text);
+    EXPECT_EQ(loadParams().engine, kind) << text;
+  }
+}
+
+TEST(LoadParams, LocalRanksFromTheKnobOrTheLauncher) {
+  {
+    ScopedEnv torchrun("LOCAL_WORLD_SIZE", "8");
+    EXPECT_EQ(loadParams().localRanks, 8);
+    ScopedEnv knob("BAGUA_NET_LOCAL_RANKS", "3");
+    EXPECT_EQ(loadParams().localRanks, 3) << "the knob wins over the launcher";
+  }
+  ScopedEnv none("LOCAL_WORLD_SIZE", nullptr);
+  ScopedEnv ompi("OMPI_COMM_WORLD_LOCAL_SIZE", nullptr);
+  ScopedEnv mpich("MPI_LOCALNRANKS", nullptr);
+  ScopedEnv slurm("SLURM_NTASKS_PER_NODE", nullptr);
+  EXPECT_EQ(loadParams().localRanks, 1);
+}
+
 TEST(LoadParams, ReadsEveryKindOfKnob) {
   ScopedEnv streams("BAGUA_NET_STREAMS", "7");
   ScopedEnv chunk("BAGUA_NET_CHUNK_BYTES", "1M");
@@ -81,8 +105,8 @@ TEST(LoadParams, NamesTheKnobAndTheExpectedForm) {
             "environment knob BAGUA_NET_CHUNK_BYTES=\"1K\" is invalid: expected a size (e.g. "
             "256K, 4M) in [4096, 67108864] bytes");
   EXPECT_EQ(loadError("BAGUA_NET_ENGINE", "poll"),
-            "environment knob BAGUA_NET_ENGINE=\"poll\" is invalid: expected auto, io_uring or "
-            "epoll");
+            "environment knob BAGUA_NET_ENGINE=\"poll\" is invalid: expected auto, io_uring, "
+            "epoll or inline");
   EXPECT_EQ(loadError("BAGUA_NET_ZEROCOPY", "yes"),
             "environment knob BAGUA_NET_ZEROCOPY=\"yes\" is invalid: expected off, auto or always");
   EXPECT_EQ(loadError("BAGUA_NET_CPUS", "x"),
