@@ -6,10 +6,9 @@ busbw's ceiling, since a rank sends 2(N-1)/N of the message per all_reduce and b
 is that over the time. No transport (NCCL's socket or Bagua-Net, both kernel TCP
 underneath) moves more than the kernel's copies allow here.
 
-Usage: tcp_limit.py --ranks N --streams K [--seconds 5] [--chunk 4M] [--json]
+Usage: tcp_limit.py --ranks N --streams K [--seconds 5] [--chunk 4M]
 """
 import argparse
-import json
 import multiprocessing as mp
 import socket
 import threading
@@ -69,7 +68,6 @@ def main():
     ap.add_argument("--streams", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--chunk", default="4M")
-    ap.add_argument("--json", action="store_true", help="one JSON line instead of text")
     args = ap.parse_args()
     chunk = parse_size(args.chunk)
     with mp.Manager() as manager:
@@ -89,11 +87,8 @@ def main():
         if any(p.exitcode != 0 for p in procs):
             raise SystemExit("tcp_limit.py: a rank failed")
         per_rank = sorted(results[r] for r in range(args.ranks))
-    if args.json:
-        print(json.dumps({"ranks": args.ranks, "streams": args.streams, "gbps_per_rank": per_rank}))
-    else:
-        print(f"tcp ring limit, {args.ranks} ranks, {args.streams} streams to each neighbour: "
-              f"{per_rank[0]:.2f} GB/s per rank (slowest; fastest {per_rank[-1]:.2f})")
+    print(f"tcp ring limit, {args.ranks} ranks, {args.streams} streams to each neighbour: "
+          f"{per_rank[0]:.2f} GB/s per rank (slowest; fastest {per_rank[-1]:.2f})")
 
 
 if __name__ == "__main__":

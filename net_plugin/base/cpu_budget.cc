@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -272,9 +271,9 @@ int localRanksFromLauncher(const std::function<const char*(const char*)>& getenv
                            "SLURM_NTASKS_PER_NODE"}) {
     const char* text = getenv(name);
     if (text == nullptr) continue;
-    char* end = nullptr;
-    long n = std::strtol(text, &end, 10);
-    if (end != text && *end == '\0' && n >= 1 && n <= 4096) return static_cast<int>(n);
+    std::string_view rest(text);
+    long long n = 0;
+    if (parseCount(&rest, &n) && rest.empty() && n >= 1 && n <= 4096) return static_cast<int>(n);
   }
   return 1;
 }

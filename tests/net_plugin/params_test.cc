@@ -107,6 +107,9 @@ TEST(LoadParams, NamesTheKnobAndTheExpectedForm) {
   EXPECT_EQ(loadError("BAGUA_NET_ENGINE", "poll"),
             "environment knob BAGUA_NET_ENGINE=\"poll\" is invalid: expected auto, io_uring, "
             "epoll or inline");
+  EXPECT_EQ(loadError("BAGUA_NET_LOCAL_RANKS", "-1"),
+            "environment knob BAGUA_NET_LOCAL_RANKS=\"-1\" is invalid: expected an integer in [0, "
+            "4096]");
   EXPECT_EQ(loadError("BAGUA_NET_ZEROCOPY", "yes"),
             "environment knob BAGUA_NET_ZEROCOPY=\"yes\" is invalid: expected off, auto or always");
   EXPECT_EQ(loadError("BAGUA_NET_CPUS", "x"),
