@@ -16,6 +16,7 @@
 #include "net_plugin/transport/listener.h"
 #include "net_plugin/transport/recv_comm.h"
 #include "net_plugin/transport/send_comm.h"
+#include "net_plugin/transport/stream_tuner.h"
 #include "net_plugin/transport/zero_copy_stats.h"
 
 namespace bagua::net::api {
@@ -172,9 +173,14 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
       PluginState& state = processState();
       std::shared_ptr<RateLimiter> limiter =
           context != nullptr ? context->limiter : state.processLimiter();
+      // The connection starts sending on as many streams as the link needs
+      // (all when its speed is unknown); the adaptive rule moves from there.
+      Params params = state.params();
+      const NetDevice& device = state.devices()[static_cast<size_t>(dev)];
+      params.streams = initialStreamCount(params.streams, device.speedKnown ? device.speedMbps : 0);
       h->connectId =
           processConnects().add(std::make_unique<Connector>(*h, streamsFor(*h, context), limiter,
-                                                            state.params(), processEngine()),
+                                                            params, processEngine()),
                                 ctx);
     }
     std::shared_ptr<Connector> connector = processConnects().find(h->connectId);

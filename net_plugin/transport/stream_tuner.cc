@@ -55,6 +55,11 @@ int nextStreamCount(const StreamTraffic& epoch, int active, int most) {
   return active;
 }
 
+int initialStreamCount(int streams, int linkMbps) {
+  if (linkMbps <= 0) return streams;
+  return std::clamp((linkMbps + kMbpsPerStream - 1) / kMbpsPerStream, 1, std::max(streams, 1));
+}
+
 StreamTuner::StreamTuner(std::vector<int> fds, int initial)
     : fds_(std::move(fds)),
       active_(std::clamp(initial, 1, static_cast<int>(fds_.size()))),

@@ -50,6 +50,16 @@ TrafficRead readStreamTraffic(int fd, StreamTraffic* out);
 // summed over all streams, the count used during it and the most allowed.
 int nextStreamCount(const StreamTraffic& epoch, int active, int most);
 
+// The count a connection starts sending on, of the `streams` it opened, over
+// a link of `linkMbps` (0: speed unknown, e.g. loopback: all of them). One
+// TCP stream fills kMbpsPerStream, so a slower link starts on fewer and the
+// rule widens from there while the streams are window-limited. Measured over
+// an emulated 10 Gbit/s link with 1 ms each way (bench/results/
+// slow_link_gpu_2026-11-28): starting on 4 and narrowing to 1 moved
+// 0.72-0.96 GB/s at 16-256 MiB, starting on 1 moved 0.92-1.00.
+int initialStreamCount(int streams, int linkMbps);
+inline constexpr int kMbpsPerStream = 10000;
+
 // Widen: at least kHighLimitedShare of the busy time limited, and under
 // kLowResentShare of the bytes resent (the path still has room).
 // Narrow: at least kHighResentShare resent whatever the limited share (the

@@ -75,6 +75,16 @@ TEST(StreamCountRule, AQuietEpochDecidesNothing) {
   EXPECT_EQ(nextStreamCount(StreamTraffic{}, 4, 8), 4);
 }
 
+TEST(StreamCountRule, StartsOnTheStreamsTheLinkNeeds) {
+  EXPECT_EQ(initialStreamCount(4, 0), 4) << "speed unknown (loopback): every stream";
+  EXPECT_EQ(initialStreamCount(4, 1000), 1);
+  EXPECT_EQ(initialStreamCount(4, 10000), 1) << "one stream fills 10 Gbit/s";
+  EXPECT_EQ(initialStreamCount(4, 25000), 3);
+  EXPECT_EQ(initialStreamCount(4, 100000), 4) << "never more than the streams asked for";
+  EXPECT_EQ(initialStreamCount(8, 400000), 8);
+  EXPECT_EQ(initialStreamCount(1, 100000), 1);
+}
+
 TEST(StreamTraffic, DifferencesSaturateAtZero) {
   StreamTraffic a{10, 5, 100, 1};
   StreamTraffic b{20, 2, 50, 3};
@@ -143,6 +153,24 @@ TEST(AdaptiveStreams, ConnectionsOpenTheMostAndSendOnTheStreamCount) {
   int sent = socketsThatSent(256 * 1024);
   EXPECT_GE(sent, 1);
   EXPECT_LE(sent, sendCommOf(link)->mostActiveStreams()) << "streams beyond the active count sent";
+  closeLink(link);
+}
+
+// BAGUA_NET_SPEED_MBPS=10000 (tests/meson.build): a 10 Gbit/s link starts on
+// one stream of those opened, and the message still arrives whole.
+TEST(AdaptiveStreams, ASlowLinkStartsOnOneStream) {
+  ASSERT_EQ(params().speedMbps, 10000) << "run by tests/meson.build with BAGUA_NET_SPEED_MBPS=10000";
+  Link link = connectLink();
+  EXPECT_EQ(static_cast<Comm*>(link.sendComm)->streamCount(), 6u);
+  EXPECT_EQ(sendCommOf(link)->activeStreams(), 1);
+  constexpr size_t kSize = 1u << 20;
+  std::vector<uint8_t> out(kSize), in(kSize);
+  fillPattern(out.data(), kSize, 7);
+  void* r = postRecv(link.recvComm, in.data(), kSize);
+  void* s = postSend(link.sendComm, out.data(), kSize);
+  ASSERT_EQ(waitRequest(s), ncclSuccess);
+  ASSERT_EQ(waitRequest(r), ncclSuccess);
+  EXPECT_EQ(verifyPattern(in.data(), kSize, 7), -1);
   closeLink(link);
 }
 
