@@ -1,5 +1,5 @@
 // Engine selection: io_uring unless told otherwise or unavailable; epoll,
-// with worker threads or driven by the callers (inline).
+// with worker threads, driven by the callers (inline), or both (hybrid).
 #include "net_plugin/engine/engine.h"
 
 #include <pthread.h>
@@ -17,7 +17,8 @@ namespace bagua::net {
 namespace {
 
 std::unique_ptr<Engine> startEngine(const EngineConfig& config, std::string* note) {
-  if (config.kind == EngineKind::kEpoll || config.kind == EngineKind::kInline) {
+  if (config.kind == EngineKind::kEpoll || config.kind == EngineKind::kInline ||
+      config.kind == EngineKind::kHybrid) {
     return createEpollEngine(config);
   }
   if (config.kind == EngineKind::kIoUring) return createUringEngine(config);
