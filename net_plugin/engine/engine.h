@@ -108,6 +108,10 @@ class Engine {
   virtual void progress() {}
 };
 
+// Hybrid: the largest request a waiting caller moves itself (NCCL's LL
+// steps); larger ones are left to the worker threads.
+inline constexpr size_t kHybridCallerBytes = 64 * 1024;
+
 // What an engine starts with (the plugin state fills it from the knobs).
 struct EngineConfig {
   EngineKind kind = EngineKind::kAuto;

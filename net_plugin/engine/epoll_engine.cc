@@ -17,7 +17,7 @@
 // worker threads only compete with them for those CPUs.
 //
 // Hybrid (EngineKind::kHybrid, experimental): worker threads, and a caller
-// waiting on a small request (<= kCallerBytes) turns the loop itself as
+// waiting on a small request (<= kHybridCallerBytes) turns the loop itself as
 // inline does, for latency; while it does (kCallerHold after its last turn)
 // the worker thread stays off the loop, parked on its task queue, so the two
 // never race for the same readiness. A caller waiting on a large request
@@ -116,7 +116,7 @@ class EpollWorker final : public Worker {
     if (mode_ == Mode::kThreaded) return;
     if (mode_ == Mode::kHybrid) {
       int64_t now = nowNs();
-      if (waitingBytes > kCallerBytes) {
+      if (waitingBytes > kHybridCallerBytes) {
         // Hand back: wake the thread if it is parked for us.
         if (callerUntilNs_.exchange(0, std::memory_order_acq_rel) > now) tasks_.post([] {});
         return;
@@ -341,9 +341,7 @@ class EpollWorker final : public Worker {
   }
 
   static constexpr int kMaxEvents = 64;
-  // Hybrid: the largest request a caller moves itself, and how long after its
-  // last turn the thread stays off the loop.
-  static constexpr size_t kCallerBytes = 64 * 1024;
+  // Hybrid: how long after a caller's last turn the thread stays off the loop.
   static constexpr std::chrono::microseconds kCallerHold{1000};
   int index_;
   std::chrono::microseconds spin_;
