@@ -8,7 +8,8 @@
 #              line over TUN: DELAY_MS one way, RATE_GBIT each direction, a
 #              tail-drop queue of one bandwidth-delay product, MTU 9000), on
 #              EMU_CPUS, for kernels without sch_netem.
-# One plain TCP stream (5 s) measures the link first (env.txt);
+# Plain TCP measures the link first (env.txt; link_probe.py, 5 s each): one
+# stream, one each way at once, PROBE_STREAMS (4) each way at once;
 # slow_link_bench.py then measures all_reduce (busbw, exact-checked) and a DDP
 # step rate through Bagua-Net at defaults, NCCL's socket transport at defaults
 # and hand-tuned, interleaved REPS times. Namespaces are created and deleted here.
@@ -38,6 +39,7 @@ EMU=${EMU:-$ROOT/build/bench/tools/bench-link-emulator}
 EMU_CPUS=${EMU_CPUS:-14-15}
 EMU_PID=
 RANK_CPUS=${RANK_CPUS:-}
+PROBE_STREAMS=${PROBE_STREAMS:-4}
 if [ "$LINK" = tun ] && [ -z "$RANK_CPUS" ]; then
   RANK_CPUS=$(python3 -c '
 import os, sys
@@ -126,30 +128,25 @@ fi
   [ -n "$RANK_CPUS" ] && echo "ranks and probes on CPUs $RANK_CPUS"
   # Plain TCP across the link, 5 s: one stream, then one each way at once
   # (all_reduce sends both ways): what the link gives one socket.
-  probe() {  # probe LABEL FROM_NS TO_NS TO_ADDR PORT
-    ip netns exec "$3" "${PIN[@]}" python3 -c '
-import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); s.settimeout(20)
-c, _ = s.accept(); n = 0; t = time.time(); b = bytearray(1 << 20)
-while True:
-    k = c.recv_into(b)
-    if not k: break
-    n += k
-print("%s: %.2f Gbit/s" % (sys.argv[3], n * 8 / (time.time() - t) / 1e9))' "$4" "$5" "$1" &
+  probe() {  # probe LABEL FROM_NS TO_NS TO_ADDR PORT STREAMS (link_probe.py, 5 s)
+    ip netns exec "$3" "${PIN[@]}" python3 "$HERE/link_probe.py" recv "$4" "$5" "$6" "$1" &
     local receiver=$!
     sleep 1
-    ip netns exec "$2" "${PIN[@]}" python3 -c '
-import socket, sys, time
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20); b = bytes(1 << 20); t = time.time()
-while time.time() - t < 5: c.sendall(b)
-c.close()' "$4" "$5"
+    ip netns exec "$2" "${PIN[@]}" python3 "$HERE/link_probe.py" send "$4" "$5" "$6" 5
     wait "$receiver"  # not a bare wait: the emulator is a background job too
   }
-  probe "one plain TCP stream" "$A" "$B" 10.233.0.2 5201
-  probe "both ways at once, A->B" "$A" "$B" 10.233.0.2 5202 &
+  probe "one plain TCP stream" "$A" "$B" 10.233.0.2 5201 1
+  probe "both ways at once, A->B" "$A" "$B" 10.233.0.2 5202 1 &
   both=$!
-  probe "both ways at once, B->A" "$B" "$A" 10.233.0.1 5203
+  probe "both ways at once, B->A" "$B" "$A" 10.233.0.1 5203 1
+  wait "$both"
+  # PROBE_STREAMS plain sockets each way at once. Not a ceiling: through the
+  # TUN emulator NCCL's transports carried 1.0-1.4x what these Python threads
+  # did, which moved 6.3-8.4 Gbit/s between runs
+  # (bench/results/slow_link_gpu_2026-11-28, third session).
+  probe "both ways at once, $PROBE_STREAMS streams each, A->B" "$A" "$B" 10.233.0.2 5204 "$PROBE_STREAMS" &
+  both=$!
+  probe "both ways at once, $PROBE_STREAMS streams each, B->A" "$B" "$A" 10.233.0.1 5205 "$PROBE_STREAMS"
   wait "$both"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"

@@ -61,10 +61,8 @@ bool parseKnob(knob::Engine, const char* text, long long, long long, EngineKind*
     *out = EngineKind::kEpoll;
   } else if (value == "inline") {
     *out = EngineKind::kInline;
-  } else if (value == "hybrid") {
-    *out = EngineKind::kHybrid;
   } else {
-    *expected = "auto, io_uring, epoll, inline or hybrid";
+    *expected = "auto, io_uring, epoll or inline";
     return false;
   }
   return true;
@@ -144,8 +142,6 @@ std::string knobText(knob::Engine, EngineKind value) {
       return "epoll";
     case EngineKind::kInline:
       return "inline";
-    case EngineKind::kHybrid:
-      return "hybrid";
   }
   return "?";
 }

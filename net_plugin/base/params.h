@@ -17,7 +17,7 @@
 
 namespace bagua::net {
 
-enum class EngineKind { kAuto, kIoUring, kEpoll, kInline, kHybrid };
+enum class EngineKind { kAuto, kIoUring, kEpoll, kInline };
 enum class ZeroCopyMode { kOff, kAuto, kAlways };
 
 // The minimum retransmission timeout BAGUA_NET_RTO_MIN_US=-1 picks: 50 to

@@ -1,5 +1,5 @@
 // Engine selection: io_uring unless told otherwise or unavailable; epoll,
-// with worker threads, driven by the callers (inline), or both (hybrid).
+// with worker threads or driven by the callers (inline).
 #include "net_plugin/engine/engine.h"
 
 #include <pthread.h>
@@ -17,8 +17,7 @@ namespace bagua::net {
 namespace {
 
 std::unique_ptr<Engine> startEngine(const EngineConfig& config, std::string* note) {
-  if (config.kind == EngineKind::kEpoll || config.kind == EngineKind::kInline ||
-      config.kind == EngineKind::kHybrid) {
+  if (config.kind == EngineKind::kEpoll || config.kind == EngineKind::kInline) {
     return createEpollEngine(config);
   }
   if (config.kind == EngineKind::kIoUring) return createUringEngine(config);

@@ -7,10 +7,7 @@
 // runs without threads (EngineKind::kInline): its one worker's loop then
 // turns only inside progress(), called by the comms from the caller's
 // isend/irecv/test/close, one caller at a time, which stands in for "the
-// worker's thread" below. In between (EngineKind::kHybrid, experimental) it
-// has threads, and a caller waiting on a small request turns a worker's loop
-// itself: "the worker's thread" is then whichever thread holds that loop's
-// turn.
+// worker's thread" below.
 //
 // Completion semantics are the same for both: at most one send and one
 // receive are pending per fd; each finishes exactly once with the bytes moved
@@ -80,18 +77,13 @@ class Worker {
   virtual void cancel(int fd) = 0;
   // Calls the fd's handler's onTimer() after `delay` (at most one per fd).
   virtual void wakeAfter(int fd, std::chrono::nanoseconds delay) = 0;
-  // Called by a comm's caller waiting on a request of `waitingBytes` (its
-  // isend/irecv/test; thread-safe). Inline: turns this worker's loop once on
-  // the calling thread. Hybrid: the same for a small request, and hands the
-  // loop back to the worker's thread for a large one. No-op elsewhere.
-  virtual void progress(size_t /*waitingBytes*/) {}
 };
 
 class Engine {
  public:
   // Stops and joins every worker thread.
   virtual ~Engine() = default;
-  // "io_uring", "epoll", "inline" or "hybrid".
+  // "io_uring" or "epoll".
   virtual const char* name() const = 0;
   // Number of workers: threads, or 1 for a caller-driven engine.
   virtual int workerCount() const = 0;
@@ -107,10 +99,6 @@ class Engine {
   // engines with threads.
   virtual void progress() {}
 };
-
-// Hybrid: the largest request a waiting caller moves itself (NCCL's LL
-// steps); larger ones are left to the worker threads.
-inline constexpr size_t kHybridCallerBytes = 64 * 1024;
 
 // What an engine starts with (the plugin state fills it from the knobs).
 struct EngineConfig {

@@ -15,21 +15,11 @@
 // as NCCL's socket transport does from its proxy thread when it has no
 // helper threads. Where CPUs are as few as the callers that spin on test(),
 // worker threads only compete with them for those CPUs.
-//
-// Hybrid (EngineKind::kHybrid, experimental): worker threads, and a caller
-// waiting on a small request (<= kHybridCallerBytes) turns the loop itself as
-// inline does, for latency; while it does (kCallerHold after its last turn)
-// the worker thread stays off the loop, parked on its task queue, so the two
-// never race for the same readiness. A caller waiting on a large request
-// hands the loop back at once: the threads copy large messages in parallel.
-// Every handler runs under the loop's turn mutex, whoever turns it.
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -58,18 +48,12 @@ struct FdState {
 
 class EpollWorker final : public Worker {
  public:
-  enum class Mode {
-    kThreaded,  // the worker's thread turns the loop
-    kInline,    // no thread: progress() turns the loop
-    kHybrid,    // a thread, and callers waiting on small requests
-  };
-
-  EpollWorker(int index, int spinUs, int cpu, Mode mode)
+  // With `threaded` false the worker has no thread: progress() turns its loop.
+  EpollWorker(int index, int spinUs, int cpu, bool threaded)
       : index_(index),
         spin_(std::chrono::microseconds(spinUs)),
-        mode_(mode),
-        threaded_(mode != Mode::kInline),
-        tasks_(threaded_) {
+        threaded_(threaded),
+        tasks_(threaded) {
     epollFd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epollFd_ < 0) throw NetError(Status::kSystemError, errnoMessage("epoll_create1", errno));
     if (!threaded_) return;  // nobody sleeps in epoll_wait: no wake-up fd needed
@@ -89,11 +73,7 @@ class EpollWorker final : public Worker {
     thread_ = std::thread([this, &pinned, cpu] {
       pinWorkerThread(index_, cpu);
       pinned.set_value();
-      if (mode_ == Mode::kHybrid) {
-        runHybrid();
-      } else {
-        run();
-      }
+      run();
     });
     pthread_setname_np(thread_.native_handle(), ("bagua-net-" + std::to_string(index_)).c_str());
     ready.wait();
@@ -109,22 +89,8 @@ class EpollWorker final : public Worker {
     ::close(epollFd_);
   }
 
-  // Inline: one turn of the loop on the calling thread, unless another
-  // thread is in one. Hybrid: the same for a small request, after asking the
-  // worker thread to stay off; a large one hands the loop back to it.
-  void progress(size_t waitingBytes) override {
-    if (mode_ == Mode::kThreaded) return;
-    if (mode_ == Mode::kHybrid) {
-      int64_t now = nowNs();
-      if (waitingBytes > kHybridCallerBytes) {
-        // Hand back: wake the thread if it is parked for us.
-        if (callerUntilNs_.exchange(0, std::memory_order_acq_rel) > now) tasks_.post([] {});
-        return;
-      }
-      int64_t until = now + std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerHold).count();
-      // From no caller to a caller: move the thread off the loop (it may sleep in epoll_wait).
-      if (callerUntilNs_.exchange(until, std::memory_order_acq_rel) <= now) tasks_.post([] {});
-    }
+  // Caller-driven: one turn of the loop, unless another thread is in one.
+  void progress() {
     std::unique_lock<std::mutex> turn(turnMutex_, std::try_to_lock);
     if (!turn.owns_lock()) return;
     runReady();
@@ -154,9 +120,6 @@ class EpollWorker final : public Worker {
 
   void wakeAfter(int fd, std::chrono::nanoseconds delay) override {
     timers_.emplace(Clock::now() + delay, fd);
-    // A hybrid worker's thread may sleep with no deadline while a caller set
-    // this timer: let it recompute its timeout.
-    if (mode_ == Mode::kHybrid) tasks_.post([] {});
   }
 
   void send(int fd, const iovec* iov, int iovcnt) override {
@@ -263,22 +226,13 @@ class EpollWorker final : public Worker {
   // Waits up to timeoutMs for ready fds, retries their pending operations
   // and delivers what finished; returns the number of ready fds.
   int handleReady(int timeoutMs) {
+    constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
     int n = epoll_wait(epollFd_, events, kMaxEvents, timeoutMs);
-    handleEvents(events, n);
-    return n;
-  }
-
-  // Retries the pending operations of the fds in `events` and delivers what
-  // finished. (Hybrid: an event may name an fd detached since, skipped, or
-  // reused by a new stream, whose operations then meet EAGAIN.)
-  void handleEvents(const epoll_event* events, int n) {
-    bool woken = false;
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
       if (fd == tasks_.wakeFd()) {
         tasks_.clearWake();
-        woken = true;
         continue;
       }
       auto it = fds_.find(fd);
@@ -288,9 +242,7 @@ class EpollWorker final : public Worker {
       if (st.recvIov != nullptr) tryRecv(fd, st);
     }
     deliver();
-    // Whoever clears the wake-up runs the queue (in a hybrid worker a caller
-    // may clear it, and the thread must not sleep on tasks posted before).
-    if (woken) runReady();
+    return n;
   }
 
   void run() {
@@ -302,53 +254,10 @@ class EpollWorker final : public Worker {
     }
   }
 
-  static int64_t nowNs() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               Clock::now().time_since_epoch())
-        .count();
-  }
-
-  // The hybrid worker's thread: while a caller holds the loop it waits on its
-  // task queue only; else it waits for events without the turn mutex and
-  // handles them holding it.
-  void runHybrid() {
-    Clock::time_point lastActive = Clock::now();
-    epoll_event events[kMaxEvents];
-    std::unique_lock<std::mutex> turn(turnMutex_);
-    while (!(tasks_.stopRequested() && fds_.empty())) {
-      if (runReady()) lastActive = Clock::now();
-      if (tasks_.stopRequested() && fds_.empty()) break;
-      int64_t left = callerUntilNs_.load(std::memory_order_acquire) - nowNs();
-      if (left > 0) {
-        turn.unlock();
-        pollfd wake{tasks_.wakeFd(), POLLIN, 0};
-        timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-        int n = ppoll(&wake, 1, &ts, nullptr);
-        turn.lock();
-        if (n > 0) {
-          tasks_.clearWake();
-          runReady();
-        }
-        continue;
-      }
-      int timeoutMs = waitTimeoutMs(lastActive + spin_);
-      turn.unlock();
-      int n = epoll_wait(epollFd_, events, kMaxEvents, timeoutMs);
-      turn.lock();
-      handleEvents(events, std::max(n, 0));
-      if (n > 0) lastActive = Clock::now();
-    }
-  }
-
-  static constexpr int kMaxEvents = 64;
-  // Hybrid: how long after a caller's last turn the thread stays off the loop.
-  static constexpr std::chrono::microseconds kCallerHold{1000};
   int index_;
   std::chrono::microseconds spin_;
-  Mode mode_;
   bool threaded_;
-  std::atomic<int64_t> callerUntilNs_{0};  // hybrid: a caller holds the loop until then
-  std::mutex turnMutex_;  // inline, hybrid: held by the thread turning the loop
+  std::mutex turnMutex_;  // caller-driven: held by the thread turning the loop
   int epollFd_ = -1;
   TaskQueue tasks_;
   std::thread thread_;
@@ -359,32 +268,26 @@ class EpollWorker final : public Worker {
 
 class EpollEngine final : public Engine {
  public:
-  explicit EpollEngine(const EngineConfig& config) : kind_(config.kind) {
-    if (kind_ == EngineKind::kInline) {
-      workers_.push_back(std::make_unique<EpollWorker>(0, 0, -1, EpollWorker::Mode::kInline));
+  explicit EpollEngine(const EngineConfig& config) : inline_(config.kind == EngineKind::kInline) {
+    if (inline_) {
+      workers_.push_back(std::make_unique<EpollWorker>(0, 0, -1, false));
       return;
     }
-    auto mode =
-        kind_ == EngineKind::kHybrid ? EpollWorker::Mode::kHybrid : EpollWorker::Mode::kThreaded;
     for (int i = 0; i < config.threads; ++i) {
       workers_.push_back(
-          std::make_unique<EpollWorker>(i, config.spinUs, workerCpu(i, config.cpus), mode));
+          std::make_unique<EpollWorker>(i, config.spinUs, workerCpu(i, config.cpus), true));
     }
   }
-  const char* name() const override {
-    return kind_ == EngineKind::kInline   ? "inline"
-           : kind_ == EngineKind::kHybrid ? "hybrid"
-                                          : "epoll";
-  }
+  const char* name() const override { return inline_ ? "inline" : "epoll"; }
   int workerCount() const override { return static_cast<int>(workers_.size()); }
   Worker& worker(int index) override { return *workers_.at(static_cast<size_t>(index)); }
-  bool callerDriven() const override { return kind_ == EngineKind::kInline; }
+  bool callerDriven() const override { return inline_; }
   void progress() override {
-    if (kind_ == EngineKind::kInline) workers_.front()->progress(0);
+    if (inline_) workers_.front()->progress();
   }
 
  private:
-  EngineKind kind_;
+  bool inline_;
   std::vector<std::unique_ptr<EpollWorker>> workers_;
 };
 

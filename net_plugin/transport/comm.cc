@@ -1,7 +1,6 @@
 // Comm: failure state, test(), stream start and close.
 #include "net_plugin/transport/comm.h"
 
-#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -32,20 +31,13 @@ void Comm::startStreams(std::vector<std::unique_ptr<Stream>> streams) {
   streams_ = std::move(streams);
   for (auto& stream : streams_) {
     Stream* s = stream.get();
-    if (std::find(workers_.begin(), workers_.end(), &s->worker()) == workers_.end()) {
-      workers_.push_back(&s->worker());
-    }
     s->worker().post([s] { s->start(); });
   }
 }
 
-void Comm::progress(size_t waitingBytes) {
-  for (Worker* worker : workers_) worker->progress(waitingBytes);
-}
-
 Status Comm::test(Request* req, int* done, int* size) {
-  // A caller-driven (or hybrid) engine moves the bytes here, in the caller's poll.
-  if (!req->done.load(std::memory_order_acquire)) progress(req->size);
+  // A caller-driven engine moves the bytes here, in the caller's poll.
+  if (!req->done.load(std::memory_order_acquire)) engine_->progress();
   if (req->done.load(std::memory_order_acquire)) {
     *done = 1;
     if (size != nullptr) {

@@ -59,10 +59,6 @@ class Comm : public StreamOwner {
  protected:
   // Adds the comm's streams, spread over the engine's workers, and starts them.
   void startStreams(std::vector<std::unique_ptr<Stream>> streams);
-  // Inline and hybrid engines: the caller waits on a request of
-  // `waitingBytes`; its streams' workers may have the caller turn their loops
-  // (Worker::progress). Never call it holding mutex_.
-  void progress(size_t waitingBytes);
   // Under mutex_: returns a finished request to the pool.
   virtual void releaseLocked(Request* req) = 0;
   // Under mutex_: true when any posted request still waits for bytes.
@@ -73,7 +69,6 @@ class Comm : public StreamOwner {
   std::shared_ptr<Engine> engine_;
 
  private:
-  std::vector<Worker*> workers_;  // the streams' workers, each once
   Kind kind_;
   std::string peer_;
   std::atomic<Status> failure_{Status::kOk};

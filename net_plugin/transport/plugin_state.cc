@@ -74,9 +74,6 @@ std::shared_ptr<Engine> PluginState::engine() {
     std::string why =
         kind == EngineKind::kInline
             ? " (experimental: no threads, the callers' isend/irecv/test move the bytes)"
-        : kind == EngineKind::kHybrid
-            ? " (experimental: callers move requests up to " +
-                  std::to_string(kHybridCallerBytes / 1024) + " KiB, the threads the rest)"
         : params_.engine == EngineKind::kAuto && kind == EngineKind::kEpoll
             ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
             : "";

@@ -38,7 +38,7 @@ Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
     wake.swap(parked_);
   }
   for (RecvStream* s : wake) s->worker().post([s] { s->resume(); });
-  if (!wake.empty()) progress(capacity);  // caller-driven: read what waited
+  if (!wake.empty()) engine_->progress();  // caller-driven: read what waited
   return Status::kOk;
 }
 

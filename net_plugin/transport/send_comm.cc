@@ -75,7 +75,7 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
     }
   }
   for (SendStream* s : wake) s->worker().post([s] { s->pump(); });
-  progress(size);  // caller-driven: start sending now
+  engine_->progress();  // caller-driven: start sending now
   return Status::kOk;
 }
 

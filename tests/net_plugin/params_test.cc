@@ -61,8 +61,7 @@ TEST(LoadParams, EngineNames) {
   for (auto [text, kind] : {std::pair{"auto", EngineKind::kAuto},
                             {"io_uring", EngineKind::kIoUring},
                             {"epoll", EngineKind::kEpoll},
-                            {"inline", EngineKind::kInline},
-                            {"hybrid", EngineKind::kHybrid}}) {
+                            {"inline", EngineKind::kInline}}) {
     ScopedEnv engine("BAGUA_NET_ENGINE", text);
     EXPECT_EQ(loadParams().engine, kind) << text;
   }
@@ -107,7 +106,7 @@ TEST(LoadParams, NamesTheKnobAndTheExpectedForm) {
             "256K, 4M) in [4096, 67108864] bytes");
   EXPECT_EQ(loadError("BAGUA_NET_ENGINE", "poll"),
             "environment knob BAGUA_NET_ENGINE=\"poll\" is invalid: expected auto, io_uring, "
-            "epoll, inline or hybrid");
+            "epoll or inline");
   EXPECT_EQ(loadError("BAGUA_NET_LOCAL_RANKS", "-1"),
             "environment knob BAGUA_NET_LOCAL_RANKS=\"-1\" is invalid: expected an integer in [0, "
             "4096]");
