@@ -175,13 +175,13 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
           context != nullptr ? context->limiter : state.processLimiter();
       // The connection starts sending on as many streams as the link needs
       // (all when its speed is unknown); the adaptive rule moves from there.
-      Params params = state.params();
       const NetDevice& device = state.devices()[static_cast<size_t>(dev)];
-      params.streams = initialStreamCount(params.streams, device.speedKnown ? device.speedMbps : 0);
-      h->connectId =
-          processConnects().add(std::make_unique<Connector>(*h, streamsFor(*h, context), limiter,
-                                                            params, processEngine()),
-                                ctx);
+      int initialStreams = initialStreamCount(state.params().streams,
+                                            device.speedKnown ? device.speedMbps : 0);
+      h->connectId = processConnects().add(
+          std::make_unique<Connector>(*h, streamsFor(*h, context), initialStreams, limiter,
+                                      state.params(), processEngine()),
+          ctx);
     }
     std::shared_ptr<Connector> connector = processConnects().find(h->connectId);
     BAGUA_CHECK_ARG(connector != nullptr,

@@ -11,11 +11,13 @@
 
 namespace bagua::net {
 
-Connector::Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter,
-                     const Params& params, EngineSource engines)
+Connector::Connector(const ListenHandle& handle, int nStreams, int initialStreams,
+                     std::shared_ptr<RateLimiter> limiter, const Params& params,
+                     EngineSource engines)
     : handle_(handle),
       limiter_(std::move(limiter)),
       params_(params),
+      initialStreams_(initialStreams),
       engines_(std::move(engines)),
       connId_(randomToken()),
       conns_(static_cast<size_t>(std::clamp<int>(nStreams, 1, handle.nStreams))),
@@ -39,7 +41,7 @@ std::unique_ptr<SendComm> Connector::progress() {
       fds.push_back(std::move(conn.fd));
     }
     return std::make_unique<SendComm>(std::move(fds), sockAddrToString(handle_.addr), engines_(),
-                                      limiter_, params_);
+                                      limiter_, params_, initialStreams_);
   }
   if (Clock::now() > deadline_) {
     int err = 0;

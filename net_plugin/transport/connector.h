@@ -23,11 +23,12 @@ namespace bagua::net {
 
 class Connector {
  public:
-  // Opens `nStreams` streams (1..handle.nStreams); `limiter` (may be NULL)
-  // caps the send rate of the comm it makes. The connect and the comm run
-  // with `params` (copied) on the engine `engines` gives.
-  Connector(const ListenHandle& handle, int nStreams, std::shared_ptr<RateLimiter> limiter,
-            const Params& params, EngineSource engines);
+  // Opens `nStreams` streams (1..handle.nStreams), of which the comm it
+  // makes starts sending on `initialStreams` (adaptive streams move it from
+  // there); `limiter` (may be NULL) caps the comm's send rate. The connect
+  // and the comm run with `params` (copied) on the engine `engines` gives.
+  Connector(const ListenHandle& handle, int nStreams, int initialStreams,
+            std::shared_ptr<RateLimiter> limiter, const Params& params, EngineSource engines);
 
   using Clock = std::chrono::steady_clock;
 
@@ -62,6 +63,7 @@ class Connector {
   ListenHandle handle_;
   std::shared_ptr<RateLimiter> limiter_;
   const Params params_;
+  const int initialStreams_;
   EngineSource engines_;
   uint64_t connId_;
   std::vector<Conn> conns_;

@@ -11,7 +11,7 @@
 namespace bagua::net {
 
 SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
-                   std::shared_ptr<RateLimiter> limiter, const Params& params)
+                   std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams)
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
@@ -22,7 +22,7 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
   if (params.adaptiveStreams != 0 && fds.size() > 1) {
     std::vector<int> raw;
     for (const Fd& fd : fds) raw.push_back(fd.get());
-    tuner_.emplace(std::move(raw), params.streams);
+    tuner_.emplace(std::move(raw), initialStreams);
     active_ = tuner_->active();
   }
   mostActive_ = active_;

@@ -46,9 +46,10 @@ class SendComm final : public Comm {
  public:
   // Takes the connected stream sockets (index = stream number); `limiter`
   // (may be NULL) caps the rank's send rate. Of `params` it keeps the
-  // chunking, adaptive-stream and zero-copy knobs.
+  // chunking, adaptive-stream and zero-copy knobs. With adaptive streams it
+  // starts sending on `initialStreams` of them.
   SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
-           std::shared_ptr<RateLimiter> limiter, const Params& params);
+           std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams);
   ~SendComm() override;
 
   // Queues a message. *req is nullptr when all requests are in use (NCCL
