@@ -3,7 +3,8 @@
 // valid hello (one stream) and then writes chunk headers and payloads,
 // first all in one write, then dribbled a few bytes at a time, so headers
 // arrive whole, split, and partly together with the previous payload (the
-// receiver's look-ahead read). tests/meson.build runs it on both engines.
+// receiver's look-ahead read); last all at once before any receive is
+// posted, so several chunks wait in a parked stream's stash. tests/meson.build runs it on both engines.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -83,17 +84,23 @@ TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
   struct Pass {
     size_t piece;
     const char* what;
+    bool postFirst = true;  // false: the bytes wait in the stream (parked) until posted
   };
   uint64_t seq = 0;
   for (Pass pass : {Pass{0, "one write"}, Pass{7, "7-byte pieces"}, Pass{33, "33-byte pieces"},
-                    Pass{4099, "4099-byte pieces"}}) {
+                    Pass{4099, "4099-byte pieces"},
+                    Pass{0, "one write before the receives are posted", false}}) {
     std::vector<std::vector<uint8_t>> in;
     std::vector<void*> requests;
     for (const Message& m : messages) in.emplace_back(m.size + 16);
+    if (!pass.postFirst) {
+      writeInPieces(fd, wireBytes(messages, seq), pass.piece);
+      std::this_thread::sleep_for(50ms);  // several chunks wait in the receiver's stash
+    }
     for (size_t i = 0; i < messages.size(); ++i) {
       requests.push_back(postRecv(recvComm, in[i].data(), in[i].size()));
     }
-    writeInPieces(fd, wireBytes(messages, seq), pass.piece);
+    if (pass.postFirst) writeInPieces(fd, wireBytes(messages, seq), pass.piece);
     for (size_t i = 0; i < messages.size(); ++i) {
       int size = -1;
       ASSERT_EQ(waitRequest(requests[i], &size, 20s), ncclSuccess)
