@@ -132,7 +132,10 @@ TEST(PeerDeath, SenderFailsWhenReceiverProcessIsKilled) {
   EXPECT_EQ(api::closeSend(sendComm), ncclSuccess);
 }
 
-TEST(PeerDeath, EofInsideAChunkFailsTheReceive) {
+// A raw peer writes `bytes` (a chunk cut short) on its one stream and is
+// killed: the posted 1 MiB receive must not complete and must then fail,
+// naming the cut.
+void expectCutChunkFails(const std::vector<uint8_t>& bytes) {
   clearCapturedLog();
   void* listenComm = nullptr;
   ListenHandle h = listenForRawPeer(&listenComm);
@@ -141,10 +144,9 @@ TEST(PeerDeath, EofInsideAChunkFailsTheReceive) {
   ChildProcess child([&] {
     std::vector<int> fds = rawHandshake(h);
     if (fds.empty()) return 1;
-    ChunkHeader header = makeChunkHeader(0, 1 << 20, 0, 1 << 20);
-    std::vector<uint8_t> part(1000, 9);
-    if (::write(fds[0], &header, sizeof(header)) != sizeof(header)) return 2;
-    if (::write(fds[0], part.data(), part.size()) != static_cast<ssize_t>(part.size())) return 3;
+    if (::write(fds[0], bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
+      return 2;
+    }
     char ok = 1;
     ready.write(&ok, 1);
     pause();
@@ -158,12 +160,30 @@ TEST(PeerDeath, EofInsideAChunkFailsTheReceive) {
   ASSERT_TRUE(ready.read(&ok, 1, 10s));
   int done = 1;
   ASSERT_EQ(api::test(pending, &done, nullptr), ncclSuccess);
-  EXPECT_EQ(done, 0) << "1000 of 1 MiB bytes cannot complete the receive";
+  EXPECT_EQ(done, 0) << bytes.size() << " bytes cannot complete a 1 MiB receive";
   child.kill(SIGKILL);
   EXPECT_EQ(waitForError(pending, kErrorBound), ncclRemoteError);
   EXPECT_TRUE(logContains("in the middle of a chunk"));
   EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+std::vector<uint8_t> headerOfOneMiB() {
+  ChunkHeader header = makeChunkHeader(0, 1 << 20, 0, 1 << 20);
+  const auto* p = reinterpret_cast<const uint8_t*>(&header);
+  return {p, p + sizeof(header)};
+}
+
+TEST(PeerDeath, EofInsideAChunkFailsTheReceive) {
+  std::vector<uint8_t> bytes = headerOfOneMiB();
+  bytes.insert(bytes.end(), 1000, 9);  // 1000 of the 1 MiB payload
+  expectCutChunkFails(bytes);
+}
+
+TEST(PeerDeath, EofInsideAHeaderFailsTheReceive) {
+  std::vector<uint8_t> bytes = headerOfOneMiB();
+  bytes.resize(10);  // 10 of the header's 32 bytes, in the receiver's stash
+  expectCutChunkFails(bytes);
 }
 
 TEST(PeerDeath, GarbageAfterHandshakeFailsTheReceive) {

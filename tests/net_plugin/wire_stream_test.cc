@@ -4,7 +4,8 @@
 // first all in one write, then dribbled a few bytes at a time, so headers
 // arrive whole, split, and partly together with the previous payload (the
 // receiver's look-ahead read); last all at once before any receive is
-// posted, so several chunks wait in a parked stream's stash. tests/meson.build runs it on both engines.
+// posted, so several chunks wait in a parked stream's stash.
+// tests/meson.build runs it on every engine.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>

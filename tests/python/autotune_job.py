@@ -121,8 +121,7 @@ def case_compare(args, rank, out):
         best = max(v for k, v in rates.items() if k != "autotuned")
         out["attempts"].append({"rates": rates, "ratio_to_best": rates["autotuned"] / best,
                                 "same_plan": same_plan,
-                                "ratio_to_same_plan": rates["autotuned"] / rates[same_plan],
-                                "ratio_to_start": rates["autotuned"] / rates[str(args.start_mb)]})
+                                "ratio_to_same_plan": rates["autotuned"] / rates[same_plan]})
         ok = torch.tensor([int(rates["autotuned"] >= args.target * rates[same_plan])])
         dist.broadcast(ok, 0)  # rank 0's measurement decides, for every rank
         if ok.item():
@@ -130,7 +129,6 @@ def case_compare(args, rank, out):
     # Each engine's bucket plan: per bucket, its tensors' names.
     out["plans"] = {name: [[t.bagua_tensor_name for t in b.tensors] for b in ddp.bagua_buckets]
                     for name, ddp, _ in engines}
-    out["buckets"] = {name: len(plan) for name, plan in out["plans"].items()}
     for _, ddp, _ in engines:
         ddp.close()
     dist.barrier()
