@@ -19,7 +19,10 @@
 # A configuration is a name from the table below, or NAME=ENV1=V1,ENV2=V2
 # (a Bagua-Net run with those variables, e.g. bagua_ch8=NCCL_MIN_NCHANNELS=8;
 # a NAME that starts with "socket" runs NCCL's socket transport with them,
-# e.g. socket_ring=NCCL_ALGO=Ring).
+# e.g. socket_ring=NCCL_ALGO=Ring). `null` (and null*=ENV=V,...) runs the
+# network that moves nothing (null_net.cc, built as NULL_NET=<so>; protocol
+# Simple, since LL's flags never arrive): NCCL's own host-staged path with no
+# transport, the ceiling every transport is under (its #wrong is not 0).
 # Prints one table (net_defaults_summary.py): busbw per size and config, the
 # ratios the issue's targets name, and the channels each config got.
 set -uo pipefail
@@ -28,6 +31,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 NCCL_TESTS_BIN=${NCCL_TESTS_BIN:?NCCL_TESTS_BIN=<nccl-tests build folder, built with MPI=1>}
 PLUGIN=$(readlink -f "${PLUGIN:-$ROOT/build/net_plugin/libnccl-net-bagua.so}")
+NULL_NET=$(readlink -f "${NULL_NET:-$ROOT/build/bench/gpu/null_net.so}")
 NCCL_LIB=${NCCL_LIB:-$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])')/lib}
 RANKS=${RANKS:-"2 4"}
 REPS=${REPS:-3}
@@ -45,6 +49,9 @@ LIMIT_STREAMS=${LIMIT_STREAMS-"1 4 16"}
 # GPU -> pinned host -> TCP -> pinned host -> GPU), K sockets per neighbour;
 # empty (default) skips it.
 LIMIT_GPU_STREAMS=${LIMIT_GPU_STREAMS-""}
+# MEM_LIMIT=1: the host's memory-copy bandwidth and the busbw ceiling it sets
+# (mem_limit.py: 6 host-memory passes per byte sent), before and after.
+MEM_LIMIT=${MEM_LIMIT:-0}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -56,6 +63,10 @@ config_env() {
     socket_tuned)
       echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
       echo "NCCL_MIN_NCHANNELS=8"; echo "NCCL_SOCKET_NTHREADS=2"; echo "NCCL_NSOCKS_PERTHREAD=2" ;;
+    null) echo "NCCL_NET_PLUGIN=$NULL_NET"; echo "NCCL_NET=Null"; echo "NCCL_PROTO=Simple" ;;
+    null*=*)
+      echo "NCCL_NET_PLUGIN=$NULL_NET"; echo "NCCL_NET=Null"; echo "NCCL_PROTO=Simple"
+      echo "${1#*=}" | tr ',' '\n' ;;
     socket*=*)
       echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
       echo "${1#*=}" | tr ',' '\n' ;;
@@ -128,6 +139,9 @@ limit() {
       echo "$1: $(python3 "$HERE/tcp_limit.py" --ranks "$np" --streams "$k" --seconds 5 --gpu 2>&1 | tail -n 1)"
     done
   done | tee -a "$OUT/limit.txt"
+  if [ "$MEM_LIMIT" = 1 ]; then
+    echo "$1: $(python3 "$HERE/mem_limit.py" --ranks "$RANKS" 2>&1 | tail -n 1)" | tee -a "$OUT/limit.txt"
+  fi
 }
 
 limit before

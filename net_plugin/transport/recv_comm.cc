@@ -1,11 +1,14 @@
 // RecvComm (posted receives, chunk placement) and RecvStream (one stream's
-// read loop: headers and small payloads through the stash, the bulk of a
-// payload straight into the user buffer; recv_comm.h).
+// read loop: header, then payload into the user buffer).
+//
+// Look-ahead: a payload receive also offers the header buffer after the
+// payload, so while data streams in, one receive ends a chunk and brings the
+// next chunk's header (one receive per chunk instead of two). The header
+// buffer is the stream's own, so nothing is read into memory the chunk's
+// placement has not decided on.
 #include "net_plugin/transport/recv_comm.h"
 
-#include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "net_plugin/base/log.h"
 
@@ -102,77 +105,60 @@ void RecvComm::releaseLocked(Request* req) {
 
 void RecvStream::start() {
   Stream::start();
-  advance();
+  readHeader();
 }
 
-void RecvStream::advance() {
-  while (state_ == State::kHeader) {
-    if (stashed() < sizeof(ChunkHeader)) {
-      readIntoStash();
-      return;
-    }
-    std::string why;
-    if (!parseChunkHeader(stash_ + stashBegin_, sizeof(ChunkHeader), &header_, &why)) {
-      state_ = State::kFailed;
-      recvComm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
-      return;
-    }
-    stashBegin_ += sizeof(ChunkHeader);
-    if (!place()) return;
+void RecvStream::readHeader(size_t ahead) {
+  state_ = State::kHeader;
+  dest_ = headerBytes_;
+  want_ = sizeof(ChunkHeader);
+  got_ = ahead;
+  if (got_ == want_) {
+    parseHeader();
+  } else {
+    readMore();
   }
 }
 
-bool RecvStream::place() {
-  switch (recvComm_->placeChunk(this, header_, &req_, &dest_)) {
-    case RecvComm::Placement::kPark:
-      state_ = State::kParked;
-      return false;
-    case RecvComm::Placement::kFailed:
-      state_ = State::kFailed;
-      return false;
-    case RecvComm::Placement::kReady:
-      break;
-  }
-  size_t take = std::min<size_t>(stashed(), header_.len);
-  if (take > 0) std::memcpy(dest_, stash_ + stashBegin_, take);
-  stashBegin_ += take;
-  if (take == header_.len) {
-    RecvComm::chunkArrived(req_, header_.len);
-    state_ = State::kHeader;
-    return true;
-  }
-  state_ = State::kPayload;  // the stash is empty now
-  stashBegin_ = stashEnd_ = 0;
-  want_ = header_.len;
-  got_ = take;
-  readPayload();
-  return false;
-}
-
-void RecvStream::readIntoStash() {
-  if (stashBegin_ > 0) {
-    std::memmove(stash_, stash_ + stashBegin_, stashed());
-    stashEnd_ -= stashBegin_;
-    stashBegin_ = 0;
-  }
-  recvPending_ = true;
-  iov_[0] = {stash_ + stashEnd_, kStashBytes - stashEnd_};
-  worker_->recv(fd_.get(), iov_, 1);
-}
-
-void RecvStream::readPayload() {
+void RecvStream::readMore() {
   recvPending_ = true;
   iov_[0] = {dest_ + got_, want_ - got_};
-  iov_[1] = {stash_, kStashBytes};
-  worker_->recv(fd_.get(), iov_, 2);
+  int iovcnt = 1;
+  if (state_ == State::kPayload) {
+    iov_[1] = {headerBytes_, sizeof(headerBytes_)};
+    iovcnt = 2;
+  }
+  worker_->recv(fd_.get(), iov_, iovcnt);
 }
 
 void RecvStream::resume() {
-  if (state_ == State::kParked && !closing_ && place()) advance();
+  if (state_ == State::kParked && !closing_) place();
+}
+
+void RecvStream::place() {
+  switch (recvComm_->placeChunk(this, header_, &req_, &dest_)) {
+    case RecvComm::Placement::kPark:
+      state_ = State::kParked;
+      return;
+    case RecvComm::Placement::kFailed:
+      state_ = State::kFailed;
+      return;
+    case RecvComm::Placement::kReady:
+      break;
+  }
+  if (header_.len == 0) {
+    RecvComm::chunkArrived(req_, 0);
+    readHeader();
+    return;
+  }
+  state_ = State::kPayload;
+  want_ = header_.len;
+  got_ = 0;
+  readMore();
 }
 
 void RecvStream::onEof() {
-  if (state_ == State::kHeader && stashed() == 0) {
+  if (state_ == State::kHeader && got_ == 0) {
     state_ = State::kFinished;
     recvComm_->streamFinished();
     return;
@@ -197,21 +183,33 @@ void RecvStream::onRecvDone(int result) {
     recvComm_->fail(status, errnoMessage("receive on stream " + std::to_string(index_), err));
     return;
   }
-  auto n = static_cast<size_t>(result);
-  if (state_ == State::kPayload) {
-    size_t part = std::min(n, want_ - got_);
-    got_ += part;
-    stashEnd_ = n - part;  // look-ahead: the stash was empty
-    if (got_ < want_) {
-      readPayload();
-      return;
-    }
-    RecvComm::chunkArrived(req_, header_.len);
-    state_ = State::kHeader;
-  } else {
-    stashEnd_ += n;
+  size_t n = static_cast<size_t>(result);
+  size_t ahead = 0;  // bytes of the next header read after the payload
+  if (n > want_ - got_) {
+    ahead = n - (want_ - got_);
+    n = want_ - got_;
   }
-  advance();
+  got_ += n;
+  if (got_ < want_) {
+    readMore();
+    return;
+  }
+  if (state_ == State::kPayload) {
+    RecvComm::chunkArrived(req_, header_.len);
+    readHeader(ahead);
+    return;
+  }
+  parseHeader();
+}
+
+void RecvStream::parseHeader() {
+  std::string why;
+  if (!parseChunkHeader(headerBytes_, sizeof(headerBytes_), &header_, &why)) {
+    state_ = State::kFailed;
+    recvComm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
+    return;
+  }
+  place();
 }
 
 }  // namespace bagua::net

@@ -1,14 +1,7 @@
 // The receiving side of a connection. irecv() posts a buffer under the next
 // sequence number; each stream reads a chunk header, asks the comm where the
 // chunk goes (placeChunk), and reads the payload straight into the posted
-// buffer at its offset: no staging copy for the bulk of a chunk.
-//
-// The stash: a stream reads headers into a small buffer of its own (4 KiB)
-// with as much room as it has, so a small message's header and payload, or
-// several small chunks, come in one receive; the payload bytes that came
-// with a header are copied to their place. A payload read also offers the
-// stash after the payload (look-ahead), so one receive ends a chunk and
-// brings the next chunk's header.
+// buffer at its offset: no staging copy.
 //
 // A header for a message whose receive is not posted yet parks its stream:
 // the stream stops reading (TCP flow control then holds the sender back)
@@ -82,31 +75,24 @@ class RecvStream final : public Stream {
 
  private:
   enum class State { kHeader, kPayload, kParked, kFinished, kFailed };
-  static constexpr size_t kStashBytes = 4096;
 
-  // In kHeader: parses and places every chunk the stash holds, then reads
-  // more into the stash, or the rest of a payload into its place.
-  void advance();
-  // Places header_'s chunk and takes its payload bytes from the stash.
-  // True when the chunk is complete (state back to kHeader).
-  bool place();
-  // Reads into the stash's free room (kHeader).
-  void readIntoStash();
-  // Reads the rest of the payload, then the stash (kPayload).
-  void readPayload();
+  // Starts on the next chunk's header, of which `ahead` bytes already
+  // arrived with the previous payload.
+  void readHeader(size_t ahead = 0);
+  void readMore();
+  // Parses a complete header, then places the chunk.
+  void parseHeader();
+  void place();
   void onEof();
-  size_t stashed() const { return stashEnd_ - stashBegin_; }
 
   RecvComm* recvComm_;
   State state_ = State::kHeader;
-  uint8_t stash_[kStashBytes];
-  size_t stashBegin_ = 0;  // stash_[stashBegin_, stashEnd_) is read, not yet used
-  size_t stashEnd_ = 0;
+  uint8_t headerBytes_[sizeof(ChunkHeader)]{};
   ChunkHeader header_{};
   Request* req_ = nullptr;
-  uint8_t* dest_ = nullptr;  // where header_'s payload goes
-  size_t want_ = 0;          // the payload's bytes
-  size_t got_ = 0;           // bytes of them already in place
+  uint8_t* dest_ = nullptr;  // where the current read goes
+  size_t want_ = 0;          // bytes the current state needs
+  size_t got_ = 0;           // bytes of them already read
   iovec iov_[2]{};           // the pending receive's buffers
 };
 

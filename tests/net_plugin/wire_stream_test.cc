@@ -96,7 +96,7 @@ TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
     for (const Message& m : messages) in.emplace_back(m.size + 16);
     if (!pass.postFirst) {
       writeInPieces(fd, wireBytes(messages, seq), pass.piece);
-      std::this_thread::sleep_for(50ms);  // several chunks wait in the receiver's stash
+      std::this_thread::sleep_for(50ms);  // several chunks wait behind the parked stream
     }
     for (size_t i = 0; i < messages.size(); ++i) {
       requests.push_back(postRecv(recvComm, in[i].data(), in[i].size()));
