@@ -99,8 +99,8 @@ def main(out):
     if os.path.exists(limit_path):
         with open(limit_path) as f:
             lines = [line.rstrip() for line in f if line.strip()]
-        print("\nThe host's ceiling for busbw (bench/gpu/tcp_limit.py, loopback TCP; mem_limit.py, memory passes; before and "
-              "after the sweeps):\n")
+        print("\nThe host's ceiling for busbw (bench/gpu/tcp_limit.py, loopback TCP; mem_limit.py, "
+              "memory passes; before and after the sweeps):\n")
         print("\n".join(f"    {line}" for line in lines))
 
 
