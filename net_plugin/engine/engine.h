@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net_plugin/base/params.h"
@@ -77,7 +78,25 @@ class Worker {
   virtual void cancel(int fd) = 0;
   // Calls the fd's handler's onTimer() after `delay` (at most one per fd).
   virtual void wakeAfter(int fd, std::chrono::nanoseconds delay) = 0;
+
+  // A message of at most kSpinMessageBytes finished on this worker (the
+  // streams call it, on the worker's thread). Workers spin (spinUs) only
+  // after a round that finished one: back-to-back small messages then pay no
+  // thread wake-up, while bulk transfers, whose kernel copies need the CPUs,
+  // sleep between completions (4 ranks on 16 CPUs, 16-256 MiB: 2-39% more
+  // busbw than spinning after every completion).
+  void smallMessageDone() { spinEarned_ = true; }
+
+ protected:
+  // True if a small message finished since the last call.
+  bool takeSpinEarned() { return std::exchange(spinEarned_, false); }
+
+ private:
+  bool spinEarned_ = false;
 };
+
+// Messages up to this size earn their worker a spin (Worker::smallMessageDone).
+inline constexpr size_t kSpinMessageBytes = 64 * 1024;
 
 class Engine {
  public:

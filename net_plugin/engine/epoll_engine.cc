@@ -7,7 +7,8 @@
 // cannot miss a wake-up. Completions are queued and delivered from the loop,
 // never from inside send()/recv(), so handlers that start the next
 // operation do not recurse. Timers are a deadline map consulted by the loop;
-// spinning polls with a zero timeout for spinUs after the last activity.
+// spinning polls with a zero timeout for spinUs after the last round that
+// finished a small message (Worker::smallMessageDone).
 //
 // Inline (EngineKind::kInline): one worker and no thread. Each progress()
 // turns the loop once with a zero timeout on the caller's thread, under a
@@ -248,9 +249,10 @@ class EpollWorker final : public Worker {
   void run() {
     Clock::time_point lastActive = Clock::now();
     while (!(tasks_.stopRequested() && fds_.empty())) {
-      if (runReady()) lastActive = Clock::now();
+      runReady();
       if (tasks_.stopRequested() && fds_.empty()) break;
-      if (handleReady(waitTimeoutMs(lastActive + spin_)) > 0) lastActive = Clock::now();
+      handleReady(waitTimeoutMs(lastActive + spin_));
+      if (takeSpinEarned()) lastActive = Clock::now();
     }
   }
 

@@ -19,9 +19,10 @@
 // whose result carries IORING_NOTIF_USAGE_ZC_COPIED when the kernel copied
 // after all (IORING_SEND_ZC_REPORT_USAGE, Linux 6.2).
 //
-// Spinning: for spinUs after the last completion or task, the loop polls
-// (io_uring_get_events runs the deferred completions) instead of sleeping, so
-// back-to-back small messages pay no thread wake-up.
+// Spinning: for spinUs after the last round that finished a small message
+// (Worker::smallMessageDone), the loop polls (io_uring_get_events runs the
+// deferred completions) instead of sleeping, so back-to-back small messages
+// pay no thread wake-up.
 // Sockets are switched to blocking mode on attach: io_uring returns -EAGAIN
 // for O_NONBLOCK files instead of waiting for readiness.
 #include <poll.h>
@@ -175,7 +176,7 @@ class UringWorker final : public Worker {
     armWake();
     auto lastActive = std::chrono::steady_clock::now();
     while (!(tasks_.stopRequested() && handlers_.empty())) {
-      bool active = tasks_.runAll() > 0;
+      tasks_.runAll();
       if (tasks_.stopRequested() && handlers_.empty()) break;
       if (!spinUntil(lastActive + spin_)) {
         int rc = io_uring_submit_and_wait(&ring_, 1);
@@ -183,8 +184,8 @@ class UringWorker final : public Worker {
           BAGUA_WARN("io_uring_submit_and_wait failed on worker %d: %s", index_, strerror(-rc));
         }
       }
-      active = reap() > 0 || active;
-      if (active) lastActive = std::chrono::steady_clock::now();
+      reap();
+      if (takeSpinEarned()) lastActive = std::chrono::steady_clock::now();
     }
     io_uring_queue_exit(&ring_);
   }

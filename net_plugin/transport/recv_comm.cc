@@ -131,6 +131,10 @@ void RecvStream::readMore() {
   worker_->recv(fd_.get(), iov_, iovcnt);
 }
 
+void RecvStream::noteChunk() {
+  if (header_.msgSize <= kSpinMessageBytes) worker_->smallMessageDone();
+}
+
 void RecvStream::resume() {
   if (state_ == State::kParked && !closing_) place();
 }
@@ -147,6 +151,7 @@ void RecvStream::place() {
       break;
   }
   if (header_.len == 0) {
+    noteChunk();
     RecvComm::chunkArrived(req_, 0);
     readHeader();
     return;
@@ -195,6 +200,7 @@ void RecvStream::onRecvDone(int result) {
     return;
   }
   if (state_ == State::kPayload) {
+    noteChunk();
     RecvComm::chunkArrived(req_, header_.len);
     readHeader(ahead);
     return;

@@ -84,6 +84,9 @@ class RecvStream final : public Stream {
   void parseHeader();
   void place();
   void onEof();
+  // A chunk of header_'s message is in place: tells the worker when the
+  // message is small (its spin is for those).
+  void noteChunk();
 
   RecvComm* recvComm_;
   State state_ = State::kHeader;

@@ -156,6 +156,7 @@ void SendStream::onSendDone(int result) {
     submit();
     return;
   }
+  if (chunk_.req->size <= kSpinMessageBytes) worker_->smallMessageDone();  // before credit frees it
   credit(chunk_);
   pump();
 }
