@@ -79,6 +79,25 @@ int pluginThreadCount() {
   return n;
 }
 
+uint64_t pluginThreadsCpuNs() {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return 0;
+  uint64_t total = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::string task = std::string("/proc/self/task/") + e->d_name;
+    std::ifstream comm(task + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("bagua-net", 0) != 0) continue;
+    std::ifstream schedstat(task + "/schedstat");
+    uint64_t ns = 0;
+    if (schedstat >> ns) total += ns;
+  }
+  closedir(d);
+  return total;
+}
+
 int pluginThreadCountSettled(int want) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   int n = pluginThreadCount();

@@ -18,6 +18,9 @@ int pluginThreadCount();
 // wakes the joiner before it reaps the task). A thread that really outlives
 // its owner still shows.
 int pluginThreadCountSettled(int want);
+// Nanoseconds the plugin's threads have run on a CPU, summed (from each
+// thread's /proc/self/task/TID/schedstat).
+uint64_t pluginThreadsCpuNs();
 // Open file descriptors of this process (from /proc/self/fd).
 int openFdCount();
 
