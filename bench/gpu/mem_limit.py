@@ -20,14 +20,13 @@ Usage: mem_limit.py [--ranks "2 4"] [--seconds 3] [--size 256M]
 import argparse
 import multiprocessing as mp
 import os
+import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tcp_limit import parse_size  # noqa: E402
+
 PASSES = 6  # host-memory passes per byte sent: DMA write, 2 copies (read + write), DMA read
-
-
-def parse_size(text):
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * scale[text[-1]] if text[-1] in scale else int(text)
 
 
 def copier(size, seconds, barrier, results):

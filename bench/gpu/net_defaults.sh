@@ -63,10 +63,9 @@ config_env() {
     socket_tuned)
       echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
       echo "NCCL_MIN_NCHANNELS=8"; echo "NCCL_SOCKET_NTHREADS=2"; echo "NCCL_NSOCKS_PERTHREAD=2" ;;
-    null) echo "NCCL_NET_PLUGIN=$NULL_NET"; echo "NCCL_NET=Null"; echo "NCCL_PROTO=Simple" ;;
-    null*=*)
+    null | null*=*)
       echo "NCCL_NET_PLUGIN=$NULL_NET"; echo "NCCL_NET=Null"; echo "NCCL_PROTO=Simple"
-      echo "${1#*=}" | tr ',' '\n' ;;
+      [ "$1" = null ] || echo "${1#*=}" | tr ',' '\n' ;;
     socket*=*)
       echo "NCCL_NET_PLUGIN=none"; echo "NCCL_NET=Socket"
       echo "${1#*=}" | tr ',' '\n' ;;

@@ -83,7 +83,7 @@ class Worker {
   // streams call it, on the worker's thread). Workers spin (spinUs) only
   // after a round that finished one: back-to-back small messages then pay no
   // thread wake-up, while bulk transfers, whose kernel copies need the CPUs,
-  // sleep between completions (4 ranks on 16 CPUs, 16-256 MiB: 2-39% more
+  // sleep between completions (4 ranks on 16 CPUs, 16-256 MiB: 4-39% more
   // busbw than spinning after every completion).
   void smallMessageDone() { spinEarned_ = true; }
 

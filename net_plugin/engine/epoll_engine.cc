@@ -214,19 +214,16 @@ class EpollWorker final : public Worker {
     }
   }
 
-  // Runs posted tasks and due timers and delivers completions; true when
-  // any of them did something.
-  bool runReady() {
-    bool active = tasks_.runAll() > 0;
-    active = fireTimers() > 0 || active;
-    active = !done_.empty() || active;
+  // Runs posted tasks and due timers and delivers completions.
+  void runReady() {
+    tasks_.runAll();
+    fireTimers();
     deliver();
-    return active;
   }
 
   // Waits up to timeoutMs for ready fds, retries their pending operations
-  // and delivers what finished; returns the number of ready fds.
-  int handleReady(int timeoutMs) {
+  // and delivers what finished.
+  void handleReady(int timeoutMs) {
     constexpr int kMaxEvents = 64;
     epoll_event events[kMaxEvents];
     int n = epoll_wait(epollFd_, events, kMaxEvents, timeoutMs);
@@ -243,7 +240,6 @@ class EpollWorker final : public Worker {
       if (st.recvIov != nullptr) tryRecv(fd, st);
     }
     deliver();
-    return n;
   }
 
   void run() {

@@ -204,11 +204,9 @@ class UringWorker final : public Worker {
 
   // Copies a batch of completions out and frees their CQ slots before
   // dispatching, since handlers submit new operations.
-  // Returns the number of completions other than wake-ups.
-  unsigned reap() {
+  void reap() {
     constexpr unsigned kBatch = 64;
     unsigned n = 0;
-    unsigned handled = 0;
     do {
       io_uring_cqe* cqes[kBatch];
       n = io_uring_peek_batch_cqe(&ring_, cqes, kBatch);
@@ -224,11 +222,9 @@ class UringWorker final : public Worker {
       for (unsigned i = 0; i < n; ++i) {
         auto kind = static_cast<OpKind>(done[i].data & kKindMask);
         auto* handler = reinterpret_cast<IoHandler*>(done[i].data & ~kKindMask);
-        handled += kind != kWake && kind != kIgnore;
         dispatch(kind, handler, done[i].res, done[i].flags);
       }
     } while (n == kBatch);
-    return handled;
   }
 
   void dispatch(OpKind kind, IoHandler* handler, int res, unsigned flags) {

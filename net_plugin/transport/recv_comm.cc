@@ -131,8 +131,9 @@ void RecvStream::readMore() {
   worker_->recv(fd_.get(), iov_, iovcnt);
 }
 
-void RecvStream::noteChunk() {
+void RecvStream::chunkDone() {
   if (header_.msgSize <= kSpinMessageBytes) worker_->smallMessageDone();
+  RecvComm::chunkArrived(req_, header_.len);
 }
 
 void RecvStream::resume() {
@@ -151,8 +152,7 @@ void RecvStream::place() {
       break;
   }
   if (header_.len == 0) {
-    noteChunk();
-    RecvComm::chunkArrived(req_, 0);
+    chunkDone();
     readHeader();
     return;
   }
@@ -200,8 +200,7 @@ void RecvStream::onRecvDone(int result) {
     return;
   }
   if (state_ == State::kPayload) {
-    noteChunk();
-    RecvComm::chunkArrived(req_, header_.len);
+    chunkDone();
     readHeader(ahead);
     return;
   }

@@ -84,9 +84,9 @@ class RecvStream final : public Stream {
   void parseHeader();
   void place();
   void onEof();
-  // A chunk of header_'s message is in place: tells the worker when the
-  // message is small (its spin is for those).
-  void noteChunk();
+  // header_'s chunk is in place: credits it to its request, and tells the
+  // worker when the message is small (its spin is for those).
+  void chunkDone();
 
   RecvComm* recvComm_;
   State state_ = State::kHeader;
