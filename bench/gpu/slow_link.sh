@@ -6,8 +6,11 @@
 #              DELAY_MS one way: RTT 2 x DELAY_MS; needs sch_netem for a delay);
 #   LINK=tun:  bench-link-emulator (bench/cpu/delay_bench.sh's user-space delay
 #              line over TUN: DELAY_MS one way, RATE_GBIT each direction, a
-#              tail-drop queue of one bandwidth-delay product, MTU 9000), on
-#              EMU_CPUS, for kernels without sch_netem.
+#              tail-drop queue of QUEUE_MS at the line rate, MTU 9000), on
+#              EMU_CPUS, for kernels without sch_netem. QUEUE_MS=50 (default)
+#              is the veth recipe's queue (tbf latency 50ms; its netem child
+#              holds 100000 packets); QUEUE_MS=bdp is one bandwidth-delay
+#              product (a shallow switch buffer; runs before 2026-11-29).
 # Plain TCP measures the link first (env.txt; link_probe.py, 5 s each): one
 # stream, one each way at once, PROBE_STREAMS (4) each way at once;
 # slow_link_bench.py then measures all_reduce (busbw, exact-checked) and a DDP
@@ -37,6 +40,7 @@ CAP_S=${CAP_S:-120}
 LINK=${LINK:-veth}
 EMU=${EMU:-$ROOT/build/bench/tools/bench-link-emulator}
 EMU_CPUS=${EMU_CPUS:-14-15}
+QUEUE_MS=${QUEUE_MS:-50}
 EMU_PID=
 RANK_CPUS=${RANK_CPUS:-}
 PROBE_STREAMS=${PROBE_STREAMS:-4}
@@ -78,9 +82,11 @@ if [ "$LINK" = tun ]; then
   READY=$OUT/emulator.ready
   rm -f "$READY"
   delay_us=$(awk -v d="$DELAY_MS" 'BEGIN { printf "%d", d * 1000 }')
-  # One bandwidth-delay product (rate x RTT), at least 256 KB.
-  queue_kb=$(awk -v g="$RATE_GBIT" -v d="$DELAY_MS" \
-    'BEGIN { q = int(g * 1000 * 2 * d * 1000 / 8 / 1024 + 1); print (q < 256 ? 256 : q) }')
+  # QUEUE_MS at the line rate (bdp: the round trip, 2 x DELAY_MS), at least 256 KB.
+  queue_ms=$QUEUE_MS
+  [ "$QUEUE_MS" = bdp ] && queue_ms=$(awk -v d="$DELAY_MS" 'BEGIN { print 2 * d }')
+  queue_kb=$(awk -v g="$RATE_GBIT" -v m="$queue_ms" \
+    'BEGIN { q = int(g * 1000 * m * 1000 / 8 / 1024 + 1); print (q < 256 ? 256 : q) }')
   taskset -c "$EMU_CPUS" "$EMU" "$A" "$B" "$delay_us" $((RATE_GBIT * 1000)) "$queue_kb" 9000 \
     --spin-us 0 --ready-file "$READY" >"$OUT/emulator.txt" 2>&1 &
   EMU_PID=$!
@@ -120,7 +126,7 @@ fi
   python3 -c 'import torch; print("torch", torch.__version__, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))'
   echo "plugin: $PLUGIN (sha256 $(sha256sum "$PLUGIN" | cut -c1-16))"
   if [ "$LINK" = tun ]; then
-    echo "link: bench-link-emulator (TUN), ${RATE_GBIT} Gbit/s + ${DELAY_MS} ms each way, queue ${queue_kb} KB, MTU 9000, CPUs $EMU_CPUS; reps $REPS; configs $CONFIGS"
+    echo "link: bench-link-emulator (TUN), ${RATE_GBIT} Gbit/s + ${DELAY_MS} ms each way, queue ${queue_kb} KB (QUEUE_MS=$QUEUE_MS), MTU 9000, CPUs $EMU_CPUS; reps $REPS; configs $CONFIGS"
   else
     echo "link: veth, tbf ${RATE_GBIT} Gbit/s + netem ${DELAY_MS} ms each way; reps $REPS; configs $CONFIGS"
     tc -n "$A" qdisc show dev $IF
