@@ -25,7 +25,8 @@
 #   RANK_CPUS=<list> (the ranks and probes are pinned there; LINK=tun's default:
 #   every CPU but EMU_CPUS, so the delay line is never preempted by a rank)
 # Prints the summary table (slow_link_summary.py) and writes OUT_DIR/results.jsonl,
-# OUT_DIR/<config>_<rep>.rank<R>.log, OUT_DIR/qdisc.txt (tc -s after the runs;
+# OUT_DIR/<config>_<rep>.rank<R>.log, OUT_DIR/tcp_counters.txt (each run's TCP
+# resends and timeouts per namespace, tcp_counters.py), OUT_DIR/qdisc.txt (tc -s after the runs;
 # LINK=tun: OUT_DIR/emulator.txt, its counters).
 set -uo pipefail
 OUT=${1:?usage: slow_link.sh OUT_DIR}
@@ -177,6 +178,7 @@ for rep in $(seq 1 "$REPS"); do
     name=${config%%=*}
     port=$((port + 1))
     t0=$SECONDS
+    for ns in "$A" "$B"; do ip netns exec "$ns" python3 "$HERE/tcp_counters.py" snap "$OUT/.tcp.$ns"; done
     pids=()
     for rank in 0 1; do
       ns=$A; [ $rank = 1 ] && ns=$B
@@ -192,6 +194,13 @@ for rep in $(seq 1 "$REPS"); do
     rc=0
     for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
     echo "$name rep $rep: rc=$rc in $((SECONDS - t0)) s"
+    for ns in "$A" "$B"; do
+      side=a; [ "$ns" = "$B" ] && side=b
+      ip netns exec "$ns" python3 "$HERE/tcp_counters.py" snap "$OUT/.tcp.$ns.after"
+      python3 "$HERE/tcp_counters.py" diff "$OUT/.tcp.$ns" "$OUT/.tcp.$ns.after" "$name rep $rep, host $side" \
+        >>"$OUT/tcp_counters.txt"
+      rm -f "$OUT/.tcp.$ns" "$OUT/.tcp.$ns.after"
+    done
   done
 done
 [ "$LINK" = tun ] || tc -s -n "$A" qdisc show dev $IF >"$OUT/qdisc.txt" 2>&1
