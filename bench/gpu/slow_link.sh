@@ -21,7 +21,7 @@
 #        with torch): bench/gpu/slow_link.sh OUT_DIR
 #   RATE_GBIT=10 DELAY_MS=1 REPS=2 CONFIGS="bagua socket socket_tuned"
 #   PLUGIN=<libnccl-net-bagua.so> CAP_S=120 (one run of both ranks)
-#   LINK=veth|tun EMU=<bench-link-emulator> EMU_CPUS=14-15
+#   LINK=veth|tun EMU=<bench-link-emulator> EMU_CPUS=14-15 QUEUE_MS=50|bdp (tun)
 #   RANK_CPUS=<list> (the ranks and probes are pinned there; LINK=tun's default:
 #   every CPU but EMU_CPUS, so the delay line is never preempted by a rank)
 # Prints the summary table (slow_link_summary.py) and writes OUT_DIR/results.jsonl,
