@@ -9,6 +9,8 @@
 
 slow_link.sh snapshots both namespaces around each run, so a transport's
 resends, timeouts and spurious timeouts can be told apart from the link's.
+(iproute2's nstat gives the same where it is installed, as bench/cpu/delay_bench.sh
+uses it; the GPU host has no iproute2, and this needs nothing but python3.)
 """
 import sys
 

@@ -63,38 +63,41 @@ long long verifyPattern(const uint8_t* data, size_t size, uint64_t seed) {
   return -1;
 }
 
-int pluginThreadCount() {
-  DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::string path = std::string("/proc/self/task/") + e->d_name + "/comm";
-    std::ifstream comm(path);
-    std::string name;
-    std::getline(comm, name);
-    n += name.rfind("bagua-net", 0) == 0;
-  }
-  closedir(d);
-  return n;
-}
+namespace {
 
-uint64_t pluginThreadsCpuNs() {
+// /proc/self/task/TID of each of the plugin's threads (named "bagua-net-*");
+// false when /proc cannot be read.
+bool pluginTasks(std::vector<std::string>* tasks) {
   DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return 0;
-  uint64_t total = 0;
+  if (d == nullptr) return false;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
     std::string task = std::string("/proc/self/task/") + e->d_name;
     std::ifstream comm(task + "/comm");
     std::string name;
     std::getline(comm, name);
-    if (name.rfind("bagua-net", 0) != 0) continue;
+    if (name.rfind("bagua-net", 0) == 0) tasks->push_back(task);
+  }
+  closedir(d);
+  return true;
+}
+
+}  // namespace
+
+int pluginThreadCount() {
+  std::vector<std::string> tasks;
+  return pluginTasks(&tasks) ? static_cast<int>(tasks.size()) : -1;
+}
+
+uint64_t pluginThreadsCpuNs() {
+  std::vector<std::string> tasks;
+  pluginTasks(&tasks);
+  uint64_t total = 0;
+  for (const std::string& task : tasks) {
     std::ifstream schedstat(task + "/schedstat");
     uint64_t ns = 0;
     if (schedstat >> ns) total += ns;
   }
-  closedir(d);
   return total;
 }
 
