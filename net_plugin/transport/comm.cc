@@ -2,7 +2,6 @@
 #include "net_plugin/transport/comm.h"
 
 #include <chrono>
-#include <thread>
 
 #include "net_plugin/base/log.h"
 #include "net_plugin/transport/stream.h"
@@ -35,9 +34,20 @@ void Comm::startStreams(std::vector<std::unique_ptr<Stream>> streams) {
   }
 }
 
+Worker* Comm::openCallerEngine() {
+  EngineConfig config;
+  config.kind = EngineKind::kInline;
+  callerEngine_ = createEpollEngine(config);
+  return &callerEngine_->worker(0);
+}
+
 Status Comm::test(Request* req, int* done, int* size) {
-  // A caller-driven engine moves the bytes here, in the caller's poll.
-  if (!req->done.load(std::memory_order_acquire)) engine_->progress();
+  // A caller-driven engine, and the caller stream, move the bytes here, in
+  // the caller's poll.
+  if (!req->done.load(std::memory_order_acquire)) {
+    engine_->progress();
+    if (callerEngine_ && mayUseCallerStream(req)) callerEngine_->progress();
+  }
   if (req->done.load(std::memory_order_acquire)) {
     *done = 1;
     if (size != nullptr) {
@@ -86,20 +96,23 @@ bool Comm::close() {
   }
   auto allClosed = [this] { return closedStreams_ == streams_.size(); };
   bool finished = false;
-  if (engine_->callerDriven()) {
-    // Nobody else may turn the engine: drive it until the streams let go.
+  bool callerDriven = engine_->callerDriven() || callerEngine_ != nullptr;
+  if (callerDriven) {
+    // Nobody else may turn these engines: drive them until the streams let go.
     auto deadline = std::chrono::steady_clock::now() + kCloseTimeout;
     while (!finished && std::chrono::steady_clock::now() < deadline) {
       engine_->progress();
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        finished = allClosed();
-      }
-      if (!finished) std::this_thread::yield();  // another thread may be turning it
+      callerProgress();
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished = allClosed();
+      if (finished) break;
+      // Threads tell us through the condition variable; another caller may
+      // be turning a caller-driven engine, so look again soon.
+      closedCv_.wait_for(lock, std::chrono::microseconds(200), allClosed);
     }
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!engine_->callerDriven()) finished = closedCv_.wait_for(lock, kCloseTimeout, allClosed);
+  if (!callerDriven) finished = closedCv_.wait_for(lock, kCloseTimeout, allClosed);
   if (!finished) {
     BAGUA_WARN(
         "closing connection with %s: %zu of %zu streams did not stop within %lld s; "

@@ -35,7 +35,10 @@ class Comm : public StreamOwner {
 
   Kind kind() const { return kind_; }
   const std::string& peer() const { return peer_; }
-  size_t streamCount() const { return streams_.size(); }
+  // Data streams (the caller stream, if any, is not counted).
+  size_t streamCount() const { return streams_.size() - (hasCallerStream() ? 1 : 0); }
+  // True when the connection's last stream is its caller stream.
+  bool hasCallerStream() const { return callerEngine_ != nullptr; }
 
   // test() of the ABI: *done = 1 and *size = bytes when finished (the request
   // is then released), the comm's failure when it failed, else *done = 0.
@@ -59,6 +62,17 @@ class Comm : public StreamOwner {
  protected:
   // Adds the comm's streams, spread over the engine's workers, and starts them.
   void startStreams(std::vector<std::unique_ptr<Stream>> streams);
+  // Makes the caller stream's engine (no thread: turned by callerProgress())
+  // and returns its worker, to which the caller stream belongs.
+  Worker* openCallerEngine();
+  // Moves the caller stream's bytes, on the calling thread, unless another
+  // thread is doing so. Never with mutex_ held.
+  void callerProgress() {
+    if (callerEngine_) callerEngine_->progress();
+  }
+  // Whether `req`, unfinished, may be waiting on the caller stream (test()
+  // then turns it).
+  virtual bool mayUseCallerStream(const Request* req) const = 0;
   // Under mutex_: returns a finished request to the pool.
   virtual void releaseLocked(Request* req) = 0;
   // Under mutex_: true when any posted request still waits for bytes.
@@ -67,6 +81,9 @@ class Comm : public StreamOwner {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::shared_ptr<Engine> engine_;
+  // The caller stream's own caller-driven engine (null without one);
+  // destroyed before the streams.
+  std::unique_ptr<Engine> callerEngine_;
 
  private:
   Kind kind_;

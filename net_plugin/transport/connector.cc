@@ -20,10 +20,12 @@ Connector::Connector(const ListenHandle& handle, int nStreams, int initialStream
       initialStreams_(initialStreams),
       engines_(std::move(engines)),
       connId_(randomToken()),
-      conns_(static_cast<size_t>(std::clamp<int>(nStreams, 1, handle.nStreams))),
+      conns_(static_cast<size_t>(std::clamp<int>(nStreams, 1, handle.nStreams) +
+                                 (params.callerStream != 0 ? 1 : 0))),
       deadline_(Clock::now() + std::chrono::milliseconds(params.connectTimeoutMs)) {
   auto n = static_cast<uint16_t>(conns_.size());
-  for (uint16_t i = 0; i < n; ++i) conns_[i].hello = makeHello(i, n, handle.token, connId_);
+  uint16_t flags = params.callerStream != 0 ? kHelloCallerStream : 0;
+  for (uint16_t i = 0; i < n; ++i) conns_[i].hello = makeHello(i, n, handle.token, connId_, flags);
 }
 
 std::string Connector::peer() const { return sockAddrToString(handle_.addr); }

@@ -25,7 +25,7 @@ class Connector {
  public:
   // Opens `nStreams` streams (1..handle.nStreams), of which the comm it
   // makes starts sending on `initialStreams` (adaptive streams move it from
-  // there); `limiter` (may be NULL) caps the comm's send rate. The connect
+  // there), and with BAGUA_NET_CALLER_STREAM one more, the caller stream; `limiter` (may be NULL) caps the comm's send rate. The connect
   // and the comm run with `params` (copied) on the engine `engines` gives.
   Connector(const ListenHandle& handle, int nStreams, int initialStreams,
             std::shared_ptr<RateLimiter> limiter, const Params& params, EngineSource engines);

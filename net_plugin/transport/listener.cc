@@ -42,7 +42,8 @@ std::unique_ptr<RecvComm> ListenComm::accept() {
       Group group = std::move(it->second);
       groups_.erase(it);
       for (Fd& fd : group.fds) tuneStream(fd.get(), params_);
-      return std::make_unique<RecvComm>(std::move(group.fds), group.peer, engines_());
+      return std::make_unique<RecvComm>(std::move(group.fds), group.peer, engines_(),
+                                        (group.flags & kHelloCallerStream) != 0);
     }
   }
   return nullptr;
@@ -86,7 +87,7 @@ bool ListenComm::readHello(Pending& p) {
     } else if (hello.token != handle_.token) {
       BAGUA_WARN("closing connection from %s on %s: it did not present this listener's token",
                  p.peer.c_str(), sockAddrToString(handle_.addr).c_str());
-    } else if (hello.nStreams > nStreams_) {
+    } else if (hello.nStreams > nStreams_ + ((hello.flags & kHelloCallerStream) != 0 ? 1 : 0)) {
       BAGUA_WARN("closing connection from %s: it announces %u streams, this listener at most %d",
                  p.peer.c_str(), hello.nStreams, nStreams_);
     } else {
@@ -114,11 +115,13 @@ void ListenComm::admit(Pending& p, const Hello& hello) {
     // The connecting side chose the count (at most the handle's; fewer when
     // NCCL's setNetAttr hints say many channels already run in parallel).
     group.fds.resize(hello.nStreams);
+    group.flags = hello.flags;
     group.peer = p.peer;
     group.deadline = p.deadline;
-  } else if (hello.nStreams != group.fds.size()) {
-    BAGUA_WARN("closing connection from %s: its streams disagree on their count (%u and %zu)",
-               p.peer.c_str(), hello.nStreams, group.fds.size());
+  } else if (hello.nStreams != group.fds.size() || hello.flags != group.flags) {
+    BAGUA_WARN(
+        "closing connection from %s: its streams disagree on their count (%u and %zu) or flags",
+        p.peer.c_str(), hello.nStreams, group.fds.size());
     return;
   }
   Fd& slot = group.fds[hello.streamIndex];

@@ -51,6 +51,7 @@ class ListenComm {
   struct Group {
     std::vector<Fd> fds;  // by stream index
     size_t arrived = 0;
+    uint16_t flags = 0;  // the hellos' (kHelloCallerStream)
     std::string peer;
     Clock::time_point deadline;
   };

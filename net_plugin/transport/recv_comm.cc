@@ -14,12 +14,15 @@
 
 namespace bagua::net {
 
-RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine)
+RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
+                   bool callerStream)
     : Comm(Kind::kRecv, std::move(peer), std::move(engine)), pool_(this, RequestKind::kRecv) {
+  size_t data = fds.size() - (callerStream ? 1 : 0);
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
-    streams.push_back(std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]),
-                                                   &nextWorker(*engine_)));
+    Worker* worker = i < data ? &nextWorker(*engine_) : openCallerEngine();
+    streams.push_back(
+        std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]), worker));
   }
   startStreams(std::move(streams));
 }
@@ -39,6 +42,7 @@ Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
   }
   for (RecvStream* s : wake) s->worker().post([s] { s->resume(); });
   if (!wake.empty()) engine_->progress();  // caller-driven: read what waited
+  callerProgress();  // the message may be waiting on the caller stream already
   return Status::kOk;
 }
 

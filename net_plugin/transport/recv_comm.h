@@ -28,7 +28,10 @@ class RecvStream;
 
 class RecvComm final : public Comm {
  public:
-  RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine);
+  // With `callerStream`, the last of `fds` is the caller stream: it belongs
+  // to this comm's caller-driven engine, which irecv() and test() turn.
+  RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
+           bool callerStream);
 
   // Posts a receive of up to `capacity` bytes. *req is nullptr when all
   // requests are in use. Thread-safe.
@@ -49,6 +52,11 @@ class RecvComm final : public Comm {
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override;
+  // A message whose bytes started arriving on a worker stream is not on the
+  // caller stream (it carries whole messages only).
+  bool mayUseCallerStream(const Request* req) const override {
+    return req->doneBytes.load(std::memory_order_acquire) == 0;
+  }
 
  private:
   // Receives in flight by sequence number; NCCL allows 32, so 64 slots never

@@ -15,21 +15,25 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
-      active_(static_cast<int>(fds.size())),
       chunkBytes_(params.chunkBytes),
       minSplitBytes_(params.minSplitBytes),
       limiter_(std::move(limiter)) {
-  if (params.adaptiveStreams != 0 && fds.size() > 1) {
+  // The connector opened the caller stream last when the knob asked for it.
+  size_t data = fds.size() - (params.callerStream != 0 && fds.size() > 1 ? 1 : 0);
+  if (data < fds.size()) callerIndex_ = static_cast<int>(data);
+  active_ = static_cast<int>(data);
+  if (params.adaptiveStreams != 0 && data > 1) {
     std::vector<int> raw;
-    for (const Fd& fd : fds) raw.push_back(fd.get());
+    for (size_t i = 0; i < data; ++i) raw.push_back(fds[i].get());
     tuner_.emplace(std::move(raw), initialStreams);
     active_ = tuner_->active();
   }
   mostActive_ = active_;
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
+    Worker* worker = i < data ? &nextWorker(*engine_) : openCallerEngine();
     streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
-                                                   &nextWorker(*engine_), params.zeroCopy,
+                                                   worker, params.zeroCopy,
                                                    params.zeroCopyBytes));
   }
   startStreams(std::move(streams));
@@ -76,15 +80,27 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
   }
   for (SendStream* s : wake) s->worker().post([s] { s->pump(); });
   engine_->progress();  // caller-driven: start sending now
+  callerProgress();
   return Status::kOk;
 }
 
 bool SendComm::sendInlineLocked(Request* req) {
-  if (req->size > minSplitBytes_ || !queue_.empty() || limiter_ || failed()) return false;
+  if (req->size > minSplitBytes_ || limiter_ || failed()) return false;
+  // The caller stream first: its receiver reads it without a wake-up. Its
+  // messages need not wait for the queue (the receiver places every chunk
+  // by sequence number, from any stream).
+  if (callerIndex_ >= 0 && idle_[static_cast<size_t>(callerIndex_)]) {
+    return sendWholeLocked(req, static_cast<size_t>(callerIndex_));
+  }
+  if (!queue_.empty()) return false;
   size_t stream = 0;
   auto active = static_cast<size_t>(active_);
   while (stream < active && !idle_[stream]) ++stream;
   if (stream == active) return false;
+  return sendWholeLocked(req, stream);
+}
+
+bool SendComm::sendWholeLocked(Request* req, size_t stream) {
   auto* s = static_cast<SendStream*>(streams_[stream].get());
   ChunkHeader header = makeChunkHeader(req->seq, req->size, 0, static_cast<uint32_t>(req->size));
   iovec iov[2] = {{&header, sizeof(header)}, {req->data, req->size}};
@@ -113,7 +129,11 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
     active_ = tuner_->active();
     mostActive_ = std::max(mostActive_, active_);
   }
-  if (queue_.empty() || failed() || stream >= active_) {
+  // The caller stream takes only whole small messages.
+  bool refuse = stream == callerIndex_
+                    ? queue_.empty() || cursor_ != 0 || queue_.front()->size > minSplitBytes_
+                    : stream >= active_;
+  if (queue_.empty() || failed() || refuse) {
     idle_[static_cast<size_t>(stream)] = true;
     return false;
   }

@@ -10,13 +10,16 @@
 // `active_` streams, a count a StreamTuner moves from TCP_INFO each epoch
 // (stream_tuner.h); the others stay connected and idle until it grows.
 //
-// Fast path: when nothing is queued and a stream is idle, isend() sends a
-// small message itself, on the caller's thread, with a non-blocking
-// sendmsg (as NCCL's socket transport does from its proxy thread): no
-// hand-off to a worker, no wake-up. An idle stream has no I/O pending and no
-// task queued (both need idle_ cleared under the mutex), so the caller may
-// use its socket while holding the mutex. What the kernel does not take at
-// once is handed to the stream's worker.
+// Fast path: when a stream is idle, isend() sends a small message itself, on
+// the caller's thread, with a non-blocking sendmsg (as NCCL's socket
+// transport does from its proxy thread): no hand-off to a worker, no
+// wake-up. It prefers the caller stream (BAGUA_NET_CALLER_STREAM: the last
+// stream, owned by a caller-driven engine of this comm, which the receiver
+// reads in its test()); a worker stream only when nothing is queued. An idle
+// stream has no I/O pending and no task queued (both need idle_ cleared
+// under the mutex), so the caller may use its socket while holding the
+// mutex. What the kernel does not take at once is handed to the stream's
+// worker (the caller stream's: turned by this comm's isend and test).
 #pragma once
 
 #include <cstdint>
@@ -74,10 +77,15 @@ class SendComm final : public Comm {
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override { pool_.release(req); }
+  bool mayUseCallerStream(const Request* req) const override {
+    return req->size <= minSplitBytes_;
+  }
 
  private:
   // Under mutex_: tries the fast path for `req`; true when it took the message.
   bool sendInlineLocked(Request* req);
+  // Under mutex_: sends `req` whole on the idle `stream` from this thread.
+  bool sendWholeLocked(Request* req, size_t stream);
 
   RequestPool pool_;
   std::deque<Request*> queue_;        // (mutex) messages with chunks not yet taken
@@ -85,6 +93,7 @@ class SendComm final : public Comm {
   uint64_t nextSeq_ = 0;              // (mutex)
   std::vector<bool> idle_;            // (mutex) per stream: waiting for work
   int active_;                        // (mutex) streams [0, active_) take chunks
+  int callerIndex_ = -1;              // the caller stream's index, or -1
   int mostActive_;                    // (mutex) the largest active_ so far
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;

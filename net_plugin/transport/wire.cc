@@ -69,7 +69,8 @@ bool checkListenHandle(const ListenHandle& h, std::string* why) {
   return true;
 }
 
-Hello makeHello(uint16_t streamIndex, uint16_t nStreams, uint64_t token, uint64_t connId) {
+Hello makeHello(uint16_t streamIndex, uint16_t nStreams, uint64_t token, uint64_t connId,
+                uint16_t flags) {
   Hello h;
   std::memset(&h, 0, sizeof(h));
   h.magic = kHelloMagic;
@@ -78,6 +79,7 @@ Hello makeHello(uint16_t streamIndex, uint16_t nStreams, uint64_t token, uint64_
   h.nStreams = nStreams;
   h.token = token;
   h.connId = connId;
+  h.flags = flags;
   return h;
 }
 
@@ -95,6 +97,14 @@ bool parseHello(const uint8_t* bytes, size_t n, Hello* out, std::string* why) {
   if (out->nStreams == 0 || out->streamIndex >= out->nStreams) {
     *why = "hello names stream " + std::to_string(out->streamIndex) + " of " +
            std::to_string(out->nStreams);
+    return false;
+  }
+  if ((out->flags & ~kHelloCallerStream) != 0) {
+    *why = "hello has unknown flags " + std::to_string(out->flags);
+    return false;
+  }
+  if ((out->flags & kHelloCallerStream) != 0 && out->nStreams < 2) {
+    *why = "hello announces a caller stream but no data stream";
     return false;
   }
   return true;

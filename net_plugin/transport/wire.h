@@ -21,12 +21,15 @@
 
 namespace bagua::net {
 
-inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint16_t kWireVersion = 2;
 inline constexpr uint32_t kHandleMagic = 0x42474e48;  // "BGNH"
 inline constexpr uint32_t kHelloMagic = 0x42474e4f;   // "BGNO"
 inline constexpr uint32_t kChunkMagic = 0x42474e43;   // "BGNC"
 inline constexpr uint64_t kMaxMessageBytes = NCCL_MAX_NET_SIZE_BYTES;
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;
+// Hello flag: the connection's last stream is its caller stream (no worker
+// owns it on either side; BAGUA_NET_CALLER_STREAM).
+inline constexpr uint16_t kHelloCallerStream = 1;
 
 struct ListenHandle {
   uint32_t magic;
@@ -45,8 +48,8 @@ struct Hello {
   uint32_t magic;
   uint16_t version;
   uint16_t streamIndex;
-  uint16_t nStreams;
-  uint16_t reserved0;
+  uint16_t nStreams;  // of the connection, the caller stream included
+  uint16_t flags;     // kHelloCallerStream
   uint32_t reserved1;
   uint64_t token;
   uint64_t connId;  // random per connecting send comm; groups its streams
@@ -69,9 +72,11 @@ ListenHandle makeListenHandle(const SockAddr& addr, uint16_t nStreams, uint64_t 
 // why in *why (e.g. "bad magic", "checksum mismatch").
 bool checkListenHandle(const ListenHandle& handle, std::string* why);
 
-Hello makeHello(uint16_t streamIndex, uint16_t nStreams, uint64_t token, uint64_t connId);
+Hello makeHello(uint16_t streamIndex, uint16_t nStreams, uint64_t token, uint64_t connId,
+                uint16_t flags = 0);
 
-// Parses a hello from exactly sizeof(Hello) bytes; checks magic and version.
+// Parses a hello from exactly sizeof(Hello) bytes; checks magic, version,
+// stream index and flags (a caller stream needs a data stream beside it).
 bool parseHello(const uint8_t* bytes, size_t n, Hello* out, std::string* why);
 
 ChunkHeader makeChunkHeader(uint64_t seq, uint64_t msgSize, uint64_t offset, uint32_t len);

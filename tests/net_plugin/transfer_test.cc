@@ -31,8 +31,7 @@ class TransferTest : public ::testing::Test {
     void* sreq = postSend(link_.sendComm, out.data(), size);
     int sent = -1;
     int got = -1;
-    ASSERT_EQ(waitRequest(sreq, &sent), ncclSuccess);
-    ASSERT_EQ(waitRequest(rreq, &got), ncclSuccess);
+    ASSERT_EQ(waitPair(sreq, rreq, &sent, &got), ncclSuccess);
     EXPECT_EQ(static_cast<size_t>(got), size) << "test() must report the bytes actually received";
     EXPECT_EQ(verifyPattern(in.data(), size, seed), -1) << "size " << size;
     for (size_t i = size; i < in.size(); ++i) {

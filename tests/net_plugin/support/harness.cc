@@ -69,6 +69,30 @@ ncclResult_t waitRequest(void* request, int* size, std::chrono::milliseconds tim
   return ncclInternalError;
 }
 
+ncclResult_t waitPair(void* send, void* recv, int* sent, int* received,
+                      std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  void* requests[2] = {send, recv};
+  int* sizes[2] = {sent, received};
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 2; ++i) {
+      if (requests[i] == nullptr) continue;
+      int done = 0;
+      int bytes = -1;
+      ncclResult_t rc = api::test(requests[i], &done, &bytes);
+      if (rc != ncclSuccess) return rc;
+      if (done) {
+        if (sizes[i] != nullptr) *sizes[i] = bytes;
+        requests[i] = nullptr;  // released by test(): never test it again
+      }
+    }
+    if (requests[0] == nullptr && requests[1] == nullptr) return ncclSuccess;
+  }
+  ADD_FAILURE() << "send " << send << " and receive " << recv << " did not both finish within "
+                << timeout.count() << " ms";
+  return ncclInternalError;
+}
+
 ncclResult_t waitForError(void* request, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int done = 0;

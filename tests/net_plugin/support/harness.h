@@ -38,6 +38,12 @@ int rawConnect(const char* handle);
 ncclResult_t waitRequest(void* request, int* size = nullptr,
                          std::chrono::milliseconds timeout = 60s);
 
+// Polls test() of a send and a receive in turn until both finish, as NCCL's
+// proxy does (a caller stream moves only while its receiver tests), and
+// returns the first error; *sent / *received get the sizes test() reported.
+ncclResult_t waitPair(void* send, void* recv, int* sent = nullptr, int* received = nullptr,
+                      std::chrono::milliseconds timeout = 60s);
+
 // Like waitRequest, but expects an error: returns it, or ncclSuccess (with
 // no test failure) if the request finished instead; ncclInternalError if
 // neither happened within `timeout`.
