@@ -13,6 +13,34 @@ namespace {
 // under the worker's feet. Shutdown makes this practically unreachable.
 constexpr auto kCloseTimeout = std::chrono::seconds(30);
 
+// Polls of the caller engine closer together than this find little new.
+constexpr int64_t kCallerPollIntervalNs = 1000;
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Every caller stream of the process belongs to one caller-driven engine, so
+// that one epoll_wait looks at all of them: NCCL's proxy tests each request
+// in flight in turn, and a poll per comm made its loop slow.
+std::shared_ptr<Engine> sharedCallerEngine() {
+  static std::mutex mutex;
+  static std::weak_ptr<Engine> current;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<Engine> engine = current.lock();
+  if (!engine) {
+    EngineConfig config;
+    config.kind = EngineKind::kInline;
+    engine = createEpollEngine(config);
+    current = engine;
+  }
+  return engine;
+}
+
+std::atomic<int64_t> lastCallerPollNs{0};
+
 }  // namespace
 
 Comm::Comm(Kind kind, std::string peer, std::shared_ptr<Engine> engine)
@@ -35,10 +63,18 @@ void Comm::startStreams(std::vector<std::unique_ptr<Stream>> streams) {
 }
 
 Worker* Comm::openCallerEngine() {
-  EngineConfig config;
-  config.kind = EngineKind::kInline;
-  callerEngine_ = createEpollEngine(config);
+  callerEngine_ = sharedCallerEngine();
   return &callerEngine_->worker(0);
+}
+
+void Comm::callerProgress(bool throttled) {
+  if (!callerEngine_) return;
+  int64_t now = steadyNs();
+  if (throttled && now - lastCallerPollNs.load(std::memory_order_relaxed) < kCallerPollIntervalNs) {
+    return;
+  }
+  lastCallerPollNs.store(now, std::memory_order_relaxed);
+  callerEngine_->progress();
 }
 
 Status Comm::test(Request* req, int* done, int* size) {
@@ -46,7 +82,7 @@ Status Comm::test(Request* req, int* done, int* size) {
   // the caller's poll.
   if (!req->done.load(std::memory_order_acquire)) {
     engine_->progress();
-    if (callerEngine_ && mayUseCallerStream(req)) callerEngine_->progress();
+    if (callerEngine_ && mayUseCallerStream(req)) callerProgress(/*throttled=*/true);
   }
   if (req->done.load(std::memory_order_acquire)) {
     *done = 1;

@@ -62,14 +62,15 @@ class Comm : public StreamOwner {
  protected:
   // Adds the comm's streams, spread over the engine's workers, and starts them.
   void startStreams(std::vector<std::unique_ptr<Stream>> streams);
-  // Makes the caller stream's engine (no thread: turned by callerProgress())
-  // and returns its worker, to which the caller stream belongs.
+  // Joins the process's caller engine (no thread: turned by
+  // callerProgress()) and returns its worker, to which the caller stream
+  // belongs.
   Worker* openCallerEngine();
-  // Moves the caller stream's bytes, on the calling thread, unless another
-  // thread is doing so. Never with mutex_ held.
-  void callerProgress() {
-    if (callerEngine_) callerEngine_->progress();
-  }
+  // Moves the bytes of every caller stream of the process (one epoll_wait),
+  // on the calling thread, unless another thread is doing so; `throttled`
+  // skips it when some caller did so within the last microsecond (test() is
+  // polled in a loop over every request in flight). Never with mutex_ held.
+  void callerProgress(bool throttled = false);
   // Whether `req`, unfinished, may be waiting on the caller stream (test()
   // then turns it).
   virtual bool mayUseCallerStream(const Request* req) const = 0;
@@ -81,9 +82,9 @@ class Comm : public StreamOwner {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::shared_ptr<Engine> engine_;
-  // The caller stream's own caller-driven engine (null without one);
-  // destroyed before the streams.
-  std::unique_ptr<Engine> callerEngine_;
+  // The process's caller-driven engine of caller streams (null without a
+  // caller stream); let go of before the streams are destroyed.
+  std::shared_ptr<Engine> callerEngine_;
 
  private:
   Kind kind_;
