@@ -179,8 +179,9 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm) {
       int initialStreams = initialStreamCount(state.params().streams,
                                             device.speedKnown ? device.speedMbps : 0);
       h->connectId = processConnects().add(
-          std::make_unique<Connector>(*h, streamsFor(*h, context), initialStreams, limiter,
-                                      state.params(), processEngine()),
+          std::make_unique<Connector>(*h, streamsFor(*h, context), initialStreams,
+                                      state.callerStream(), limiter, state.params(),
+                                      processEngine()),
           ctx);
     }
     std::shared_ptr<Connector> connector = processConnects().find(h->connectId);

@@ -60,6 +60,11 @@ int PluginState::engineSpinUs() const {
   return autoSpinUs(usableCpus_, hostShareCpus_);
 }
 
+bool PluginState::callerStream() const {
+  if (params_.callerStream >= 0) return params_.callerStream == 1;
+  return engineSpinUs() == 0;
+}
+
 std::shared_ptr<Engine> PluginState::engine() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::shared_ptr<Engine> engine = engine_.lock();
@@ -78,9 +83,10 @@ std::shared_ptr<Engine> PluginState::engine() {
             ? " (auto: fewer than " + std::to_string(kFewCpus) + " usable CPUs)"
             : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
-               "%s engine%s, %d worker threads (spin %d us), %d streams per connection, "
+               "%s engine%s, %d worker threads (spin %d us), %d streams per connection%s, "
                "%zu-byte chunks, sized for %d usable CPU%s%s%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
+               callerStream() ? " and a caller stream" : "",
                params_.chunkBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
                params_.localRanks > 1
                    ? (" (" + std::to_string(params_.localRanks) + " ranks on this host)").c_str()

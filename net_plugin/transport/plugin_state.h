@@ -48,6 +48,9 @@ class PluginState {
   int engineThreads() const;
   // Microseconds workers poll before sleeping (BAGUA_NET_SPIN_US or automatic).
   int engineSpinUs() const;
+  // Whether connections open a caller stream (BAGUA_NET_CALLER_STREAM; auto:
+  // where the workers do not spin).
+  bool callerStream() const;
   // Whether test() of an unfinished request yields the CPU
   // (BAGUA_NET_TEST_YIELD or the automatic choice, decided once).
   bool testYields() const { return testYields_; }

@@ -11,15 +11,15 @@
 namespace bagua::net {
 
 SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
-                   std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams)
+                   std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams,
+                   bool callerStream)
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
       chunkBytes_(params.chunkBytes),
       minSplitBytes_(params.minSplitBytes),
       limiter_(std::move(limiter)) {
-  // The connector opened the caller stream last when the knob asked for it.
-  size_t data = fds.size() - (params.callerStream != 0 && fds.size() > 1 ? 1 : 0);
+  size_t data = fds.size() - (callerStream && fds.size() > 1 ? 1 : 0);
   if (data < fds.size()) callerIndex_ = static_cast<int>(data);
   active_ = static_cast<int>(data);
   if (params.adaptiveStreams != 0 && data > 1) {
@@ -55,6 +55,11 @@ int SendComm::activeStreams() {
 int SendComm::mostActiveStreams() {
   std::lock_guard<std::mutex> lock(mutex_);
   return mostActive_;
+}
+
+uint64_t SendComm::callerStreamMessages() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return callerMessages_;
 }
 
 Status SendComm::isend(void* data, size_t size, Request** out) {
@@ -107,6 +112,7 @@ bool SendComm::sendWholeLocked(Request* req, size_t stream) {
   msghdr msg = messageOf(iov, req->size > 0 ? 2 : 1);
   ssize_t n = ::sendmsg(s->fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n <= 0) return false;  // EAGAIN or an error: the worker path retries and reports
+  if (static_cast<int>(stream) == callerIndex_) ++callerMessages_;
   Chunk chunk{req, 0, static_cast<uint32_t>(req->size)};
   if (static_cast<size_t>(n) == sizeof(header) + req->size) {
     req->doneBytes.store(req->size, std::memory_order_relaxed);
@@ -138,6 +144,7 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
     return false;
   }
   Request* req = queue_.front();
+  if (stream == callerIndex_) ++callerMessages_;
   uint64_t left = req->size - cursor_;
   uint64_t len = req->size <= minSplitBytes_ ? left : std::min<uint64_t>(left, chunkBytes_);
   *out = Chunk{req, cursor_, static_cast<uint32_t>(len)};

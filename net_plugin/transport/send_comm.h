@@ -50,9 +50,11 @@ class SendComm final : public Comm {
   // Takes the connected stream sockets (index = stream number); `limiter`
   // (may be NULL) caps the rank's send rate. Of `params` it keeps the
   // chunking, adaptive-stream and zero-copy knobs. With adaptive streams it
-  // starts sending on `initialStreams` of them.
+  // starts sending on `initialStreams` of them. With `callerStream` the last
+  // of `fds` is the caller stream.
   SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
-           std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams);
+           std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams,
+           bool callerStream);
   ~SendComm() override;
 
   // Queues a message. *req is nullptr when all requests are in use (NCCL
@@ -73,6 +75,8 @@ class SendComm final : public Comm {
   // The largest activeStreams() since connect: no stream at or past it has
   // carried a chunk.
   int mostActiveStreams();
+  // Messages handed to the caller stream so far.
+  uint64_t callerStreamMessages();
 
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
@@ -94,6 +98,7 @@ class SendComm final : public Comm {
   std::vector<bool> idle_;            // (mutex) per stream: waiting for work
   int active_;                        // (mutex) streams [0, active_) take chunks
   int callerIndex_ = -1;              // the caller stream's index, or -1
+  uint64_t callerMessages_ = 0;       // (mutex) messages it took
   int mostActive_;                    // (mutex) the largest active_ so far
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;

@@ -37,7 +37,8 @@ struct Connection {
 
 void connect(const NetDevice& device, const Params& p, const EngineSource& engines, Connection* c) {
   c->listener = std::make_unique<ListenComm>(device, streamsToOpen(p), p, engines);
-  Connector connector(c->listener->handle(), streamsToOpen(p), p.streams, nullptr, p, engines);
+  Connector connector(c->listener->handle(), streamsToOpen(p), p.streams,
+                      /*callerStream=*/p.callerStream == 1, nullptr, p, engines);
   Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   while ((!c->send || !c->recv) && Clock::now() < deadline) {
     if (!c->send) c->send = connector.progress();
@@ -107,6 +108,60 @@ TEST(PassedKnobs, TwoConnectionsOfOneProcessKeepTheirOwnKnobs) {
     EXPECT_TRUE(wait(*both[i]->recv, recvs[i], &size)) << "receive " << i;
     EXPECT_EQ(size, static_cast<int>(kSize));
     EXPECT_EQ(testing::verifyPattern(in[i].data(), kSize, static_cast<uint64_t>(i) + 1), -1);
+  }
+}
+
+// With a caller stream, every small message goes on it (isend sends it, the
+// receiver reads it in test()) and large ones go on the workers' streams;
+// without one, it carries nothing. All arrive intact either way.
+TEST(PassedKnobs, TheCallerStreamCarriesSmallMessagesOnly) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<NetDevice> devices = discoverDevices(params());
+  ASSERT_FALSE(devices.empty()) << "run with NCCL_SOCKET_IFNAME=lo";
+  std::string note;
+  std::shared_ptr<Engine> engine = createEngine(EngineConfig{EngineKind::kEpoll, 2, 0, {}}, &note);
+  EngineSource engines = [engine] { return engine; };
+  for (int caller : {1, 0}) {
+    Params p;
+    p.streams = 2;
+    p.callerStream = caller;
+    Connection c;
+    connect(devices[0], p, engines, &c);
+    ASSERT_FALSE(HasFailure());
+    EXPECT_EQ(c.send->hasCallerStream(), caller == 1);
+    EXPECT_EQ(c.recv->hasCallerStream(), caller == 1);
+    EXPECT_EQ(c.send->streamCount(), 2u) << "the caller stream is not a data stream";
+
+    constexpr int kSmall = 40;
+    for (size_t size : {size_t{0}, size_t{4096}, p.minSplitBytes, p.minSplitBytes + 1,
+                        size_t{3} << 20}) {
+      int rounds = size <= p.minSplitBytes ? kSmall : 2;
+      for (int i = 0; i < rounds; ++i) {
+        std::vector<uint8_t> out(size), in(size + 8);
+        testing::fillPattern(out.data(), size, size + static_cast<uint64_t>(i));
+        Request* recv = nullptr;
+        Request* send = nullptr;
+        ASSERT_EQ(c.recv->irecv(in.data(), in.size(), &recv), Status::kOk);
+        ASSERT_EQ(c.send->isend(out.data(), size, &send), Status::kOk);
+        ASSERT_TRUE(send != nullptr && recv != nullptr);
+        // Both polled in turn, as NCCL's proxy does.
+        int sendDone = 0, recvDone = 0, got = -1;
+        Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+        while ((sendDone == 0 || recvDone == 0) && Clock::now() < deadline) {
+          if (sendDone == 0) {
+            ASSERT_EQ(c.send->test(send, &sendDone, nullptr), Status::kOk);
+          }
+          if (recvDone == 0) {
+            ASSERT_EQ(c.recv->test(recv, &recvDone, &got), Status::kOk);
+          }
+        }
+        ASSERT_TRUE(sendDone && recvDone) << "size " << size << " did not arrive in 30 s";
+        EXPECT_EQ(got, static_cast<int>(size));
+        EXPECT_EQ(testing::verifyPattern(in.data(), size, size + static_cast<uint64_t>(i)), -1);
+      }
+    }
+    // 0 B, 4 KiB and minSplitBytes, kSmall each; larger ones never.
+    EXPECT_EQ(c.send->callerStreamMessages(), caller == 1 ? 3u * kSmall : 0u);
   }
 }
 

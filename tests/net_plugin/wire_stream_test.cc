@@ -4,7 +4,9 @@
 // first all in one write, then dribbled a few bytes at a time, so headers
 // arrive whole, split, and partly together with the previous payload (the
 // receiver's look-ahead read); last all at once before any receive is
-// posted, so several chunks wait in a parked stream's stash.
+// posted, so several chunks wait in a parked stream's stash. The same on a
+// caller stream (read inside irecv/test, not by a worker), and a caller
+// stream cut inside a chunk.
 // tests/meson.build runs it on every engine.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -62,21 +64,39 @@ void writeInPieces(int fd, const std::vector<uint8_t>& bytes, size_t piece) {
   }
 }
 
-TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
-  void* listenComm = nullptr;
+// A hand-written sender of `nStreams` raw streams (hellos sent, flags as
+// given); returns the listener, the accepted receive comm and the fds.
+void rawSender(int nStreams, uint16_t flags, void** listenComm, void** recvComm,
+               std::vector<int>* fds) {
   char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
-  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  ASSERT_EQ(api::listen(0, handle, listenComm), ncclSuccess);
   ListenHandle h;
   std::memcpy(&h, handle, sizeof(h));
-  int fd = rawConnect(handle);
-  Hello hello = makeHello(0, 1, h.token, /*connId=*/77);
-  ASSERT_EQ(::send(fd, &hello, sizeof(hello), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(hello)));
-  void* recvComm = nullptr;
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (recvComm == nullptr && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_EQ(api::accept(listenComm, &recvComm), ncclSuccess);
+  for (int i = 0; i < nStreams; ++i) {
+    int fd = rawConnect(handle);
+    fds->push_back(fd);
+    Hello hello = makeHello(static_cast<uint16_t>(i), static_cast<uint16_t>(nStreams), h.token,
+                            /*connId=*/77, flags);
+    ASSERT_EQ(::send(fd, &hello, sizeof(hello), MSG_NOSIGNAL),
+              static_cast<ssize_t>(sizeof(hello)));
   }
-  ASSERT_NE(recvComm, nullptr) << "a one-stream sender with the right token is accepted";
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (*recvComm == nullptr && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(api::accept(*listenComm, recvComm), ncclSuccess);
+  }
+  ASSERT_NE(*recvComm, nullptr) << "a sender with the right token is accepted";
+}
+
+// The byte stream on `fd` is either the sender's only stream (read by a
+// worker) or its caller stream (read inside irecv/test).
+void checkBoundaries(bool callerStream) {
+  void* listenComm = nullptr;
+  void* recvComm = nullptr;
+  std::vector<int> fds;
+  rawSender(callerStream ? 2 : 1, callerStream ? kHelloCallerStream : 0, &listenComm, &recvComm,
+            &fds);
+  ASSERT_NE(recvComm, nullptr);
+  int fd = fds.back();
 
   // Chunks of odd lengths, a one-byte chunk, an empty message, and chunks
   // out of offset order (the receiver places by offset).
@@ -112,7 +132,37 @@ TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
     }
     seq += messages.size();
   }
-  ::close(fd);
+  for (int f : fds) ::close(f);
+  EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+TEST(WireStream, ChunkBoundariesAnywhereInTheByteStreamArePlacedRight) {
+  checkBoundaries(/*callerStream=*/false);
+}
+
+TEST(WireStream, ChunkBoundariesAnywhereOnTheCallerStreamArePlacedRight) {
+  checkBoundaries(/*callerStream=*/true);
+}
+
+// A sender that dies in the middle of a chunk on its caller stream: the
+// receive fails with an error naming it, found by test() alone.
+TEST(WireStream, ACallerStreamCutInAChunkFailsTheReceive) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  void* recvComm = nullptr;
+  std::vector<int> fds;
+  rawSender(2, kHelloCallerStream, &listenComm, &recvComm, &fds);
+  ASSERT_NE(recvComm, nullptr);
+  std::vector<uint8_t> in(1000);
+  void* request = postRecv(recvComm, in.data(), in.size());
+  ChunkHeader header = makeChunkHeader(0, 1000, 0, 1000);
+  ASSERT_EQ(::send(fds[1], &header, sizeof(header), MSG_NOSIGNAL),
+            static_cast<ssize_t>(sizeof(header)));
+  ASSERT_EQ(::send(fds[1], in.data(), 10, MSG_NOSIGNAL), 10);
+  for (int f : fds) ::close(f);
+  EXPECT_EQ(waitForError(request, 10s), ncclRemoteError);
+  EXPECT_TRUE(logContains("in the middle of a chunk"));
   EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
 }

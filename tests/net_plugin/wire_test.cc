@@ -69,6 +69,20 @@ TEST(Hello, ValidatesMagicVersionAndStreamIndex) {
   EXPECT_FALSE(parseHello(reinterpret_cast<const uint8_t*>(garbage), sizeof(Hello), &out, &why));
 }
 
+TEST(Hello, CarriesTheCallerStreamFlagAndRejectsUnknownFlags) {
+  Hello h = makeHello(1, 2, 11, 22, kHelloCallerStream);
+  Hello out{};
+  std::string why;
+  ASSERT_TRUE(parseHello(reinterpret_cast<uint8_t*>(&h), sizeof(h), &out, &why)) << why;
+  EXPECT_EQ(out.flags, kHelloCallerStream);
+  Hello alone = makeHello(0, 1, 11, 22, kHelloCallerStream);  // no data stream beside it
+  EXPECT_FALSE(parseHello(reinterpret_cast<uint8_t*>(&alone), sizeof(alone), &out, &why));
+  EXPECT_NE(why.find("no data stream"), std::string::npos) << why;
+  Hello unknown = makeHello(0, 2, 11, 22, 0x8000);
+  EXPECT_FALSE(parseHello(reinterpret_cast<uint8_t*>(&unknown), sizeof(unknown), &out, &why));
+  EXPECT_NE(why.find("unknown flags"), std::string::npos) << why;
+}
+
 TEST(ChunkHeader, AcceptsConsistentHeaders) {
   ChunkHeader out{};
   std::string why;
