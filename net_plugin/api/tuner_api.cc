@@ -43,6 +43,7 @@ const tuner::Policy& tunerPolicy() {
     tuner::Policy out;
     out.enabled = p.tuner != 0;
     out.channels = p.tunerChannels;
+    out.rankCpus = processState().usableCpus();
     out.bytesPerChannel = p.tunerChannelBytes;
     out.userChannels = envSet("NCCL_MIN_NCHANNELS") || envSet("NCCL_MAX_NCHANNELS");
     out.linkMbps = knownLinkMbps();

@@ -18,18 +18,34 @@ bool linkFilledByTwo(const Policy& policy) {
   return cap > 0 && cap <= 2;
 }
 
+// The automatic floor gives a rank of few CPUs NCCL's own 2: the tuner stays out.
+bool cpusFilledByTwo(const Policy& policy) {
+  return policy.channels == 0 && floorChannels(policy) <= 2;
+}
+
 }  // namespace
 
+int floorChannels(const Policy& policy) {
+  if (policy.channels > 0) return policy.channels;
+  if (policy.rankCpus > 0 && policy.rankCpus < kCpusForAllChannels) {
+    return std::max(policy.rankCpus, 2);
+  }
+  return kAutoChannels;
+}
+
 int mostChannels(const Policy& policy) {
-  int most = std::max(policy.channels, 2);
+  int most = std::max(floorChannels(policy), 2);
   int cap = linkCap(policy);
   return cap > 0 ? std::min(most, cap) : most;
 }
 
 int channelFloor(const Policy& policy) {
-  if (!policy.enabled || policy.userChannels || linkFilledByTwo(policy)) return 0;
+  if (!policy.enabled || policy.userChannels || linkFilledByTwo(policy) ||
+      cpusFilledByTwo(policy)) {
+    return 0;
+  }
   int cap = linkCap(policy);
-  return cap > 0 ? std::min(policy.channels, cap) : policy.channels;
+  return cap > 0 ? std::min(floorChannels(policy), cap) : floorChannels(policy);
 }
 
 bool tunes(const Policy& policy, const CommShape& comm) {
@@ -61,6 +77,11 @@ std::string describe(const Policy& policy, const CommShape& comm) {
                   "tuner leaves channels to NCCL: a %d Mbit/s link is filled by NCCL's own 2 "
                   "(one channel per %d Mbit/s)",
                   policy.linkMbps, kMbpsPerChannel);
+  } else if (cpusFilledByTwo(policy)) {
+    std::snprintf(line, sizeof line,
+                  "tuner leaves channels to NCCL: this rank's share of %d CPUs is served best by "
+                  "NCCL's own 2 (one channel per CPU below %d)",
+                  policy.rankCpus, kCpusForAllChannels);
   } else if (comm.nNodes <= 1) {
     std::snprintf(line, sizeof line,
                   "tuner leaves a communicator of %zu ranks on one node to NCCL", comm.nRanks);
@@ -70,7 +91,10 @@ std::string describe(const Policy& policy, const CommShape& comm) {
                   "per %zu bytes, 2..%d%s",
                   comm.nRanks, comm.nNodes, kSmallBytes, policy.bytesPerChannel,
                   mostChannels(policy),
-                  policy.linkMbps > 0 ? " (capped by the link's speed)" : "");
+                  policy.linkMbps > 0 ? " (capped by the link's speed)"
+                  : policy.channels == 0 && floorChannels(policy) < kAutoChannels
+                      ? " (one per CPU of this rank's share)"
+                      : "");
   }
   return line;
 }

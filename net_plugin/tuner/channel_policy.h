@@ -16,6 +16,13 @@
 // speed nobody reports (lo, many virtual NICs) is not capped: over lo the 16
 // channels are the measured win above.
 //
+// Where a rank's share of the host's CPUs is below kCpusForAllChannels (4
+// ranks on 16 CPUs: 4; 8 ranks: 2), the automatic floor is that share (at
+// least 2; at 2 the tuner leaves NCCL's own channels alone): with 16 channels
+// every rank ran 32 connections' workers on its few CPUs, and all_reduce at
+// 16-256 MiB moved 0.67-0.90x what 4 channels did at 4 ranks and 0.58-0.88x
+// what NCCL's 2 did at 8 ranks, two runs (bench/results/caller_stream_gpu_2026-11-29).
+//
 // NCCL's tuner can only lower a communicator's channels below what init
 // created, so the floor has to be in place before NCCL reads
 // NCCL_MIN_NCHANNELS (once per process, after the net plugin's init).
@@ -31,7 +38,8 @@ namespace bagua::net::tuner {
 // The knobs and the user's own NCCL settings that bound the tuner.
 struct Policy {
   bool enabled = true;                 // BAGUA_NET_TUNER
-  int channels = 16;                   // BAGUA_NET_TUNER_CHANNELS: the floor
+  int channels = 0;                    // BAGUA_NET_TUNER_CHANNELS: the floor; 0: auto
+  int rankCpus = 0;                    // this rank's share of the host's CPUs; 0: unknown
   size_t bytesPerChannel = 1u << 20;   // BAGUA_NET_TUNER_CHANNEL_BYTES
   bool userChannels = false;           // NCCL_MIN_NCHANNELS or NCCL_MAX_NCHANNELS set
   int linkMbps = 0;  // the slowest offered link's known speed (BAGUA_NET_SPEED_MBPS or sysfs); 0: unknown
@@ -39,6 +47,12 @@ struct Policy {
 
 // Link speed per channel for the cap (see above).
 inline constexpr int kMbpsPerChannel = 5000;
+// The automatic floor, and the CPU share from which a rank gets all of it.
+inline constexpr int kAutoChannels = 16;
+inline constexpr int kCpusForAllChannels = 8;
+
+// The floor before the link's cap: the knob, or the automatic one.
+int floorChannels(const Policy& policy);
 
 // The most channels the tuner gives: the floor knob, capped by a known link
 // speed (at least 2).

@@ -98,6 +98,30 @@ TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
   EXPECT_EQ(channelFloor(p), 1);
 }
 
+TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
+  Policy p;  // automatic floor
+  p.rankCpus = 8;  // 2 ranks on 16 CPUs: all 16
+  EXPECT_EQ(channelFloor(p), 16);
+  p.rankCpus = 4;  // 4 ranks on 16 CPUs
+  EXPECT_EQ(channelFloor(p), 4);
+  EXPECT_EQ(mostChannels(p), 4);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 4);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 3 * kMiB), 3);
+  EXPECT_NE(describe(p, kTwoNodes).find("one per CPU"), std::string::npos);
+  p.linkMbps = 40000;  // the link's cap of 8 is above it
+  EXPECT_EQ(channelFloor(p), 4);
+  p.linkMbps = 0;
+  for (int cpus : {2, 1}) {  // 8 ranks on 16 CPUs, or a 1-CPU share: NCCL's own 2
+    p.rankCpus = cpus;
+    EXPECT_EQ(channelFloor(p), 0) << cpus;
+    EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 0) << cpus;
+    EXPECT_NE(describe(p, kTwoNodes).find("NCCL's own 2"), std::string::npos) << cpus;
+  }
+  p.channels = 16;  // a floor the user set is kept whatever the CPUs
+  EXPECT_EQ(channelFloor(p), 16);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 16);
+}
+
 // In a child: loads the library, runs the net plugin's init as NCCL does,
 // then the tuner table of `version`; exits 0 when NCCL_MIN_NCHANNELS is
 // `floorAfter` ("" = unset) and a 64 MiB all_reduce on two nodes gets
@@ -165,10 +189,16 @@ class TunerLibrary : public ::testing::Test {
     unsetenv("NCCL_MAX_NCHANNELS");
     unsetenv("BAGUA_NET_TUNER");
     unsetenv("BAGUA_NET_SPEED_MBPS");
-    // lo reports no speed, so the machine's NICs cannot cap the channels.
+    unsetenv("BAGUA_NET_LOCAL_RANKS");
+    // lo reports no speed, so the machine's NICs cannot cap the channels;
+    // the floor of 16 is named, since the automatic one follows the CPUs.
     setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+    setenv("BAGUA_NET_TUNER_CHANNELS", "16", 1);
   }
-  void TearDown() override { unsetenv("NCCL_SOCKET_IFNAME"); }
+  void TearDown() override {
+    unsetenv("NCCL_SOCKET_IFNAME");
+    unsetenv("BAGUA_NET_TUNER_CHANNELS");
+  }
 };
 
 TEST_F(TunerLibrary, SetsTheFloorAndTunesBigCollectives) {
@@ -205,7 +235,14 @@ TEST_F(TunerLibrary, AKnownLinkSpeedCapsTheChannels) {
 TEST_F(TunerLibrary, ChannelKnobsApply) {
   setenv("BAGUA_NET_TUNER_CHANNELS", "8", 1);
   EXPECT_EXIT(runLibraryCase(6, "8", 8), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, ARankWithFewCpusLeavesNcclItsOwnChannels) {
+  // 64 ranks on this host: each one's share is below 2 CPUs on any test machine.
   unsetenv("BAGUA_NET_TUNER_CHANNELS");
+  setenv("BAGUA_NET_LOCAL_RANKS", "64", 1);
+  EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
+  unsetenv("BAGUA_NET_LOCAL_RANKS");
 }
 
 }  // namespace
