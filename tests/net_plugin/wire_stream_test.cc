@@ -145,6 +145,33 @@ TEST(WireStream, ChunkBoundariesAnywhereOnTheCallerStreamArePlacedRight) {
   checkBoundaries(/*callerStream=*/true);
 }
 
+// Streams of one connection that disagree on the caller-stream flag are
+// refused (the group never becomes a comm) and the refusal is logged.
+TEST(WireStream, StreamsThatDisagreeOnTheCallerStreamAreRefused) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  std::vector<int> fds;
+  for (uint16_t i = 0; i < 2; ++i) {
+    fds.push_back(rawConnect(handle));
+    Hello hello = makeHello(i, 2, h.token, /*connId=*/78, i == 0 ? kHelloCallerStream : 0);
+    ASSERT_EQ(::send(fds.back(), &hello, sizeof(hello), MSG_NOSIGNAL),
+              static_cast<ssize_t>(sizeof(hello)));
+  }
+  void* recvComm = nullptr;
+  auto deadline = std::chrono::steady_clock::now() + 300ms;
+  while (recvComm == nullptr && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(api::accept(listenComm, &recvComm), ncclSuccess);
+  }
+  EXPECT_EQ(recvComm, nullptr) << "a connection whose streams disagree must not become a comm";
+  EXPECT_TRUE(logContains("disagree on their count")) << "the refusal is named";
+  for (int f : fds) ::close(f);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
 // A sender that dies in the middle of a chunk on its caller stream: the
 // receive fails with an error naming it, found by test() alone.
 TEST(WireStream, ACallerStreamCutInAChunkFailsTheReceive) {
