@@ -29,7 +29,7 @@ class RecvStream;
 class RecvComm final : public Comm {
  public:
   // With `callerStream`, the last of `fds` is the caller stream: it belongs
-  // to this comm's caller-driven engine, which irecv() and test() turn.
+  // to the process's caller-driven engine, which irecv() and test() turn.
   RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
            bool callerStream);
 

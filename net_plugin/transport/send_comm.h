@@ -14,8 +14,8 @@
 // the caller's thread, with a non-blocking sendmsg (as NCCL's socket
 // transport does from its proxy thread): no hand-off to a worker, no
 // wake-up. It prefers the caller stream (BAGUA_NET_CALLER_STREAM: the last
-// stream, owned by a caller-driven engine of this comm, which the receiver
-// reads in its test()); a worker stream only when nothing is queued. An idle
+// stream, on the process's caller-driven engine, which the receiver reads in
+// its test()); a worker stream only when nothing is queued. An idle
 // stream has no I/O pending and no task queued (both need idle_ cleared
 // under the mutex), so the caller may use its socket while holding the
 // mutex. What the kernel does not take at once is handed to the stream's
