@@ -58,6 +58,20 @@ bool wait(Comm& comm, Request* req, int* size) {
   return false;
 }
 
+// Polls a send and a receive in turn until both finish, as NCCL's proxy does
+// (a caller stream moves only while its receiver tests); false on failure or
+// after 30 s.
+bool waitBoth(Comm& sendComm, Request* send, Comm& recvComm, Request* recv, int* size) {
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+  int sendDone = 0;
+  int recvDone = 0;
+  while ((sendDone == 0 || recvDone == 0) && Clock::now() < deadline) {
+    if (sendDone == 0 && sendComm.test(send, &sendDone, nullptr) != Status::kOk) return false;
+    if (recvDone == 0 && recvComm.test(recv, &recvDone, size) != Status::kOk) return false;
+  }
+  return sendDone != 0 && recvDone != 0;
+}
+
 TEST(PassedKnobs, TwoConnectionsOfOneProcessKeepTheirOwnKnobs) {
   std::signal(SIGPIPE, SIG_IGN);  // a peer closing mid-send is an error code, not a kill
   std::vector<NetDevice> devices = discoverDevices(params());
@@ -144,18 +158,9 @@ TEST(PassedKnobs, TheCallerStreamCarriesSmallMessagesOnly) {
         ASSERT_EQ(c.recv->irecv(in.data(), in.size(), &recv), Status::kOk);
         ASSERT_EQ(c.send->isend(out.data(), size, &send), Status::kOk);
         ASSERT_TRUE(send != nullptr && recv != nullptr);
-        // Both polled in turn, as NCCL's proxy does.
-        int sendDone = 0, recvDone = 0, got = -1;
-        Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
-        while ((sendDone == 0 || recvDone == 0) && Clock::now() < deadline) {
-          if (sendDone == 0) {
-            ASSERT_EQ(c.send->test(send, &sendDone, nullptr), Status::kOk);
-          }
-          if (recvDone == 0) {
-            ASSERT_EQ(c.recv->test(recv, &recvDone, &got), Status::kOk);
-          }
-        }
-        ASSERT_TRUE(sendDone && recvDone) << "size " << size << " did not arrive in 30 s";
+        int got = -1;
+        ASSERT_TRUE(waitBoth(*c.send, send, *c.recv, recv, &got))
+            << "size " << size << " failed or did not arrive in 30 s";
         EXPECT_EQ(got, static_cast<int>(size));
         EXPECT_EQ(testing::verifyPattern(in.data(), size, size + static_cast<uint64_t>(i)), -1);
       }
