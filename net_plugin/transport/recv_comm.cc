@@ -98,6 +98,7 @@ void RecvComm::streamFinished() {
     std::lock_guard<std::mutex> lock(mutex_);
     all = ++finishedStreams_ == streams_.size();
   }
+  anyStreamFinished_.store(true, std::memory_order_release);
   // Normal at teardown; an error only for receives that can no longer finish.
   if (all) fail(Status::kRemoteError, "the peer closed the connection", /*quiet=*/true);
 }

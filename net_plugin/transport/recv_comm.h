@@ -13,6 +13,7 @@
 // closed"). EOF inside a chunk is an error at once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include <array>
@@ -53,9 +54,12 @@ class RecvComm final : public Comm {
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override;
   // A message whose bytes started arriving on a worker stream is not on the
-  // caller stream (it carries whole messages only).
+  // caller stream (it carries whole messages only). Once a stream has met
+  // EOF, every wait turns the caller loop too: the caller stream's own EOF,
+  // the last one that fails the comm, is read only there.
   bool mayUseCallerStream(const Request* req) const override {
-    return req->doneBytes.load(std::memory_order_acquire) == 0;
+    return req->doneBytes.load(std::memory_order_acquire) == 0 ||
+           anyStreamFinished_.load(std::memory_order_acquire);
   }
 
  private:
@@ -68,6 +72,7 @@ class RecvComm final : public Comm {
   uint64_t nextSeq_ = 0;                  // (mutex)
   std::vector<RecvStream*> parked_;       // (mutex)
   size_t finishedStreams_ = 0;            // (mutex)
+  std::atomic<bool> anyStreamFinished_{false};
 };
 
 class RecvStream final : public Stream {

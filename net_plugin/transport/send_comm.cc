@@ -93,9 +93,11 @@ bool SendComm::sendInlineLocked(Request* req) {
   if (req->size > minSplitBytes_ || limiter_ || failed()) return false;
   // The caller stream first: its receiver reads it without a wake-up. Its
   // messages need not wait for the queue (the receiver places every chunk
-  // by sequence number, from any stream).
-  if (callerIndex_ >= 0 && idle_[static_cast<size_t>(callerIndex_)]) {
-    return sendWholeLocked(req, static_cast<size_t>(callerIndex_));
+  // by sequence number, from any stream). A caller stream whose socket is
+  // full took nothing: an idle worker stream may still take the message.
+  if (callerIndex_ >= 0 && idle_[static_cast<size_t>(callerIndex_)] &&
+      sendWholeLocked(req, static_cast<size_t>(callerIndex_))) {
+    return true;
   }
   if (!queue_.empty()) return false;
   size_t stream = 0;
@@ -112,7 +114,10 @@ bool SendComm::sendWholeLocked(Request* req, size_t stream) {
   msghdr msg = messageOf(iov, req->size > 0 ? 2 : 1);
   ssize_t n = ::sendmsg(s->fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n <= 0) return false;  // EAGAIN or an error: the worker path retries and reports
-  if (static_cast<int>(stream) == callerIndex_) ++callerMessages_;
+  if (static_cast<int>(stream) == callerIndex_) {
+    ++callerMessages_;
+    callerNextSeq_ = req->seq + 1;
+  }
   Chunk chunk{req, 0, static_cast<uint32_t>(req->size)};
   if (static_cast<size_t>(n) == sizeof(header) + req->size) {
     req->doneBytes.store(req->size, std::memory_order_relaxed);
@@ -135,16 +140,21 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
     active_ = tuner_->active();
     mostActive_ = std::max(mostActive_, active_);
   }
-  // The caller stream takes only whole small messages.
+  // The caller stream takes only whole small messages, none older than one
+  // it already carried.
   bool refuse = stream == callerIndex_
-                    ? queue_.empty() || cursor_ != 0 || queue_.front()->size > minSplitBytes_
+                    ? queue_.empty() || cursor_ != 0 || queue_.front()->size > minSplitBytes_ ||
+                          queue_.front()->seq < callerNextSeq_
                     : stream >= active_;
   if (queue_.empty() || failed() || refuse) {
     idle_[static_cast<size_t>(stream)] = true;
     return false;
   }
   Request* req = queue_.front();
-  if (stream == callerIndex_) ++callerMessages_;
+  if (stream == callerIndex_) {
+    ++callerMessages_;
+    callerNextSeq_ = req->seq + 1;
+  }
   uint64_t left = req->size - cursor_;
   uint64_t len = req->size <= minSplitBytes_ ? left : std::min<uint64_t>(left, chunkBytes_);
   *out = Chunk{req, cursor_, static_cast<uint32_t>(len)};

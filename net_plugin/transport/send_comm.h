@@ -15,7 +15,9 @@
 // transport does from its proxy thread): no hand-off to a worker, no
 // wake-up. It prefers the caller stream (BAGUA_NET_CALLER_STREAM: the last
 // stream, on the process's caller-driven engine, which the receiver reads in
-// its test()); a worker stream only when nothing is queued. An idle
+// its test()); a worker stream only when nothing is queued. Each stream
+// carries its messages in sequence order, the caller stream too: after it
+// sent a message ahead of queued ones, it takes none of those. An idle
 // stream has no I/O pending and no task queued (both need idle_ cleared
 // under the mutex), so the caller may use its socket while holding the
 // mutex. What the kernel does not take at once is handed to the stream's
@@ -99,6 +101,10 @@ class SendComm final : public Comm {
   int active_;                        // (mutex) streams [0, active_) take chunks
   int callerIndex_ = -1;              // the caller stream's index, or -1
   uint64_t callerMessages_ = 0;       // (mutex) messages it took
+  // (mutex) The caller stream carries only messages from this sequence on:
+  // it may send a small message ahead of older queued ones, and a stream's
+  // messages must stay in order for the receiver's parking (recv_comm.h).
+  uint64_t callerNextSeq_ = 0;
   int mostActive_;                    // (mutex) the largest active_ so far
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;

@@ -5,8 +5,8 @@
 // arrive whole, split, and partly together with the previous payload (the
 // receiver's look-ahead read); last all at once before any receive is
 // posted, so several chunks wait in a parked stream's stash. The same on a
-// caller stream (read inside irecv/test, not by a worker), and a caller
-// stream cut inside a chunk.
+// caller stream (read inside irecv/test, not by a worker), a caller
+// stream cut inside a chunk, and a sender dead between two chunks.
 // tests/meson.build runs it on every engine.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -190,6 +190,36 @@ TEST(WireStream, ACallerStreamCutInAChunkFailsTheReceive) {
   for (int f : fds) ::close(f);
   EXPECT_EQ(waitForError(request, 10s), ncclRemoteError);
   EXPECT_TRUE(logContains("in the middle of a chunk"));
+  EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+// A sender that dies between two chunks of a message after its first chunk
+// arrived on a data stream: the caller stream's EOF, the last of the three,
+// is read only in the caller loop, which test() must then still turn though
+// the message (partly arrived) cannot travel on the caller stream.
+TEST(WireStream, ASenderDeadBetweenChunksFailsAPartlyReceivedMessage) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  void* recvComm = nullptr;
+  std::vector<int> fds;
+  rawSender(3, kHelloCallerStream, &listenComm, &recvComm, &fds);  // 2 data streams + caller
+  ASSERT_NE(recvComm, nullptr);
+  std::vector<uint8_t> in(2000);
+  void* request = postRecv(recvComm, in.data(), in.size());
+  std::vector<uint8_t> first = wireBytes({Message{2000, {1000}}}, 0);
+  first.resize(sizeof(ChunkHeader) + 1000);  // the first half only
+  writeInPieces(fds[0], first, 0);
+  // Until the first half has arrived, the receive neither finishes nor fails.
+  auto until = std::chrono::steady_clock::now() + 200ms;
+  while (std::chrono::steady_clock::now() < until) {
+    int done = 0;
+    ASSERT_EQ(api::test(request, &done, nullptr), ncclSuccess);
+    ASSERT_EQ(done, 0);
+  }
+  for (int f : fds) ::close(f);
+  EXPECT_EQ(waitForError(request, 10s), ncclRemoteError);
+  EXPECT_TRUE(logContains("the peer closed the connection"));
   EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
 }

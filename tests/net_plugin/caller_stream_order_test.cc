@@ -1,0 +1,173 @@
+// Each stream carries its messages in sequence order, the caller stream too
+// (send_comm.h): the receiver parks a stream on a header whose receive is not
+// posted yet, and parking relies on every older message being ahead of it.
+//
+// The sender here is a SendComm on two loopback sockets with small buffers
+// (one data stream, one caller stream); the test reads the far ends itself,
+// slowly, to steer which stream is busy when:
+//   m0 (small) goes on the caller stream and is only partly written;
+//   L  (large) goes to the queue; the data stream takes its first chunk;
+//   q  (small) waits in the queue behind L;
+//   m0 finishes: the caller stream cannot take L, so it goes idle;
+//   m  (small) goes on the idle caller stream ahead of q;
+//   the data stream takes L's last chunk, and q is the queue's front.
+// Then the caller stream must not take q (older than m): it goes on the data
+// stream after L.
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net_plugin/base/params.h"
+#include "net_plugin/engine/engine.h"
+#include "net_plugin/transport/send_comm.h"
+#include "net_plugin/transport/wire.h"
+
+namespace bagua::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kSmallBuffer = 4096;
+
+// A connected loopback pair with small buffers; *far is non-blocking.
+void smallPair(int* near, int* far) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  ::setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &kSmallBuffer, sizeof(kSmallBuffer));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  *near = ::socket(AF_INET, SOCK_STREAM, 0);
+  ::setsockopt(*near, SOL_SOCKET, SO_SNDBUF, &kSmallBuffer, sizeof(kSmallBuffer));
+  ASSERT_EQ(::connect(*near, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  *far = ::accept(listener, nullptr, nullptr);
+  ASSERT_GE(*far, 0);
+  ::fcntl(*far, F_SETFL, O_NONBLOCK);
+  ::close(listener);
+}
+
+// Reads what has arrived on `fd`; returns the byte count.
+size_t drain(int fd, std::vector<uint8_t>* out) {
+  uint8_t buffer[65536];
+  size_t total = 0;
+  for (;;) {
+    ssize_t n = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n <= 0) return total;
+    out->insert(out->end(), buffer, buffer + n);
+    total += static_cast<size_t>(n);
+  }
+}
+
+bool finished(SendComm& comm, Request* req) {
+  int done = 0;
+  EXPECT_EQ(comm.test(req, &done, nullptr), Status::kOk);
+  return done != 0;
+}
+
+// The message sequence numbers of the chunks in one stream's bytes.
+std::vector<uint64_t> chunkSeqs(const std::vector<uint8_t>& bytes) {
+  std::vector<uint64_t> seqs;
+  size_t at = 0;
+  while (at + sizeof(ChunkHeader) <= bytes.size()) {
+    ChunkHeader header;
+    std::memcpy(&header, bytes.data() + at, sizeof(header));
+    EXPECT_EQ(header.magic, kChunkMagic) << "at byte " << at;
+    if (header.magic != kChunkMagic) break;
+    seqs.push_back(header.seq);
+    at += sizeof(header) + header.len;
+  }
+  EXPECT_EQ(at, bytes.size()) << "the stream ends on a chunk boundary";
+  return seqs;
+}
+
+std::string joined(const std::vector<uint64_t>& seqs) {
+  std::string out;
+  for (uint64_t s : seqs) out += std::to_string(s) + " ";
+  return out;
+}
+
+TEST(CallerStreamOrder, TheCallerStreamNeverCarriesAnOlderMessageAfterANewerOne) {
+  int dataNear = -1, dataFar = -1, callerNear = -1, callerFar = -1;
+  smallPair(&dataNear, &dataFar);
+  smallPair(&callerNear, &callerFar);
+  ASSERT_FALSE(HasFailure());
+  Params p;
+  p.chunkBytes = 256 * 1024;
+  p.minSplitBytes = 64 * 1024;
+  p.zeroCopy = ZeroCopyMode::kOff;
+  std::shared_ptr<Engine> engine = createEpollEngine(EngineConfig{EngineKind::kEpoll, 1, 0, {}});
+  std::vector<Fd> fds;
+  fds.emplace_back(dataNear);
+  fds.emplace_back(callerNear);
+  SendComm comm(std::move(fds), "peer", engine, nullptr, p, 1, /*callerStream=*/true);
+  std::vector<uint8_t> small(60 * 1024, 1), large(512 * 1024, 2);
+  std::vector<uint8_t> callerBytes, dataBytes;
+
+  Request* m0 = nullptr;
+  ASSERT_EQ(comm.isend(small.data(), small.size(), &m0), Status::kOk);
+  ASSERT_FALSE(finished(comm, m0)) << "m0 fits no small socket buffer";
+  ASSERT_EQ(comm.callerStreamMessages(), 1u);
+  Request* bulk = nullptr;
+  ASSERT_EQ(comm.isend(large.data(), large.size(), &bulk), Status::kOk);
+  std::this_thread::sleep_for(50ms);  // the data stream's worker takes L's first chunk
+  Request* queued = nullptr;
+  ASSERT_EQ(comm.isend(small.data(), small.size(), &queued), Status::kOk);
+  for (int i = 0; i < 100000 && !finished(comm, m0); ++i) {
+    drain(callerFar, &callerBytes);
+    std::this_thread::sleep_for(10us);
+  }
+  ASSERT_TRUE(finished(comm, m0));
+  Request* ahead = nullptr;
+  ASSERT_EQ(comm.isend(small.data(), small.size(), &ahead), Status::kOk);
+  ASSERT_EQ(comm.callerStreamMessages(), 2u) << "m goes on the idle caller stream";
+  // L's first chunk out: the data stream takes its last, and q is at the front.
+  size_t got = 0;
+  for (int i = 0; i < 100000 && got < p.chunkBytes + 2 * sizeof(ChunkHeader); ++i) {
+    got += drain(dataFar, &dataBytes);
+    std::this_thread::sleep_for(10us);
+  }
+  ASSERT_GE(got, p.chunkBytes + 2 * sizeof(ChunkHeader)) << "L's last chunk is on its way";
+  // The caller stream alone moves on (the data stream stays full): m ends,
+  // and the caller stream looks at the queue's front, q.
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!finished(comm, ahead) && std::chrono::steady_clock::now() < deadline) {
+    drain(callerFar, &callerBytes);
+  }
+  for (Request* req : {ahead, queued, bulk}) {
+    while (!finished(comm, req) && std::chrono::steady_clock::now() < deadline) {
+      drain(callerFar, &callerBytes);
+      drain(dataFar, &dataBytes);
+    }
+  }
+  ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "every message is sent";
+  drain(callerFar, &callerBytes);
+  drain(dataFar, &dataBytes);
+
+  for (const std::vector<uint8_t>* bytes : {&callerBytes, &dataBytes}) {
+    std::vector<uint64_t> seqs = chunkSeqs(*bytes);
+    for (size_t i = 1; i < seqs.size(); ++i) {
+      EXPECT_LE(seqs[i - 1], seqs[i]) << (bytes == &callerBytes ? "caller" : "data")
+                                      << " stream out of order: " << joined(seqs);
+    }
+  }
+  EXPECT_EQ(joined(chunkSeqs(callerBytes)), "0 3 ") << "q (2) is not the caller stream's";
+  EXPECT_TRUE(comm.close());
+  ::close(dataFar);
+  ::close(callerFar);
+}
+
+}  // namespace
+}  // namespace bagua::net
