@@ -141,6 +141,14 @@ class EpollWorker final : public Worker {
     FdState& st = fds_.at(fd);
     if (st.sendIov != nullptr) complete(st, &st.sendIov, true, -ECANCELED);
     if (st.recvIov != nullptr) complete(st, &st.recvIov, false, -ECANCELED);
+    // The fd's timer fires at the next turn, not when due.
+    for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+      if (it->second == fd) {
+        timers_.erase(it);
+        timers_.emplace(Clock::now(), fd);
+        break;  // at most one per fd (Worker::wakeAfter)
+      }
+    }
   }
 
  private:

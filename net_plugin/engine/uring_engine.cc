@@ -137,6 +137,13 @@ class UringWorker final : public Worker {
     io_uring_sqe* sqe = nextSqe();
     io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data64(sqe, kIgnore);
+    // A timeout has no fd to match: remove the fd's own, which then
+    // completes (-ECANCELED) into its handler's onTimer() now, not when due.
+    if (timers_.count(fd) != 0) {
+      sqe = nextSqe();
+      io_uring_prep_timeout_remove(sqe, encode(handlers_.at(fd), kTimer), 0);
+      io_uring_sqe_set_data64(sqe, kIgnore);
+    }
   }
 
   void wakeAfter(int fd, std::chrono::nanoseconds delay) override {

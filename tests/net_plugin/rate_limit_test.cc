@@ -2,9 +2,11 @@
 // pacing arithmetic, and that a rank's sends really stay under the cap
 // (tests/meson.build runs this binary with the knob at 800 Mbit/s). Only a
 // lower bound on time is asserted: the cap must hold; speed is not tested.
+// And a close that does not wait for the pacing (at 1 Mbit/s).
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 #include <vector>
 
 #include "net_plugin/api/api.h"
@@ -45,6 +47,23 @@ TEST(RateLimit, SendsStayUnderTheCap) {
   EXPECT_EQ(verifyPattern(in.data(), kBytes, 3), -1);
   EXPECT_GE(seconds, 0.9 * kBytes / kBytesPerSecond)
       << "20 MiB at 800 Mbit/s cannot take less than ~0.21 s";
+  closeLink(link);
+}
+
+// Closing a comm whose streams wait for the limiter ends the waits at once
+// (tests/meson.build runs this at 1 Mbit/s: a 256 KiB chunk waits ~2 s for
+// the one before it, so a close that waited on the timers would take seconds).
+TEST(RateLimitClose, ClosingDoesNotWaitForThePacing) {
+  Link link = connectLink();
+  std::vector<uint8_t> out(4u << 20);
+  void* s = postSend(link.sendComm, out.data(), out.size());
+  ASSERT_NE(s, nullptr);
+  std::this_thread::sleep_for(200ms);  // the streams took chunks and wait for the limiter
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(api::closeSend(link.sendComm), ncclSuccess);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  link.sendComm = nullptr;
+  EXPECT_LT(seconds, 1.0) << "closeSend waited for the limiter's timers";
   closeLink(link);
 }
 
