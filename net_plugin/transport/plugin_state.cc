@@ -1,6 +1,8 @@
 // PluginState: one-time discovery and the reference-counted engine.
 #include "net_plugin/transport/plugin_state.h"
 
+#include <algorithm>
+
 #include "config.h"
 #include "net_plugin/base/cpu_budget.h"
 #include "net_plugin/base/log.h"
@@ -51,13 +53,20 @@ int PluginState::engineThreads() const {
   // that do not spin cost nothing while idle; at 4 ranks on 16 CPUs 16
   // workers each were level with or ahead of 8 at 16-256 MiB, and at 8 ranks
   // 16 and 2 were level (bench/results/net_ranks_gpu_2026-11-28).
-  return autoWorkerThreads(hostShareCpus_);
+  // Workers pinned to a list have its CPUs only: 16 workers on one listed
+  // CPU would take turns on it.
+  return autoWorkerThreads(workerCpus(hostShareCpus_));
 }
 
 int PluginState::engineSpinUs() const {
   int configured = params_.spinUs;
   if (configured >= 0) return configured;
-  return autoSpinUs(usableCpus_, hostShareCpus_);
+  return autoSpinUs(workerCpus(usableCpus_), hostShareCpus_);
+}
+
+int PluginState::workerCpus(int cpus) const {
+  if (params_.cpus.empty()) return cpus;
+  return std::min(cpus, static_cast<int>(params_.cpus.size()));
 }
 
 bool PluginState::callerStream() const {

@@ -27,6 +27,8 @@ class PluginState {
  public:
   // Runs with `params` (copied).
   explicit PluginState(const Params& params);
+  // The same with a given CPU budget instead of this process's (tests).
+  PluginState(const Params& params, const CpuBudget& budget);
   PluginState(const PluginState&) = delete;
   PluginState& operator=(const PluginState&) = delete;
 
@@ -66,7 +68,8 @@ class PluginState {
   std::shared_ptr<RateLimiter> makeLimiter() const;
 
  private:
-  PluginState(const Params& params, const CpuBudget& budget);
+  // `cpus`, or fewer when BAGUA_NET_CPUS pins the workers to a shorter list.
+  int workerCpus(int cpus) const;
 
   const Params params_;
   const int usableCpus_;

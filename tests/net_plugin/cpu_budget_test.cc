@@ -248,6 +248,26 @@ TEST(UsableCpus, FourCpusGetIoUringFirst) {
   EXPECT_FALSE(PluginState(params()).testYields());
 }
 
+// Workers pinned to a list (BAGUA_NET_CPUS) are sized by its CPUs, however
+// many the process may use: one listed CPU gets the smallest pool, no spin.
+TEST(UsableCpus, PinnedWorkersAreSizedByTheirList) {
+  CpuBudget sixteen;
+  sixteen.affinityCpus = 16;
+  sixteen.onlineCpus = 16;
+  Params p;
+  PluginState unpinned(p, sixteen);
+  EXPECT_EQ(unpinned.engineThreads(), 16);
+  EXPECT_EQ(unpinned.engineSpinUs(), 50);
+  p.cpus = {8};
+  PluginState one(p, sixteen);
+  EXPECT_EQ(one.engineThreads(), 2);
+  EXPECT_EQ(one.engineSpinUs(), 0);
+  p.cpus = {8, 9, 10, 11};
+  PluginState four(p, sixteen);
+  EXPECT_EQ(four.engineThreads(), 8) << "two workers per listed CPU from 4 up";
+  EXPECT_EQ(four.engineSpinUs(), 50) << "4 CPUs of a 16-CPU host spin";
+}
+
 TEST(UsableCpus, SetKnobsWinOverTheAutomaticChoice) {
   NarrowedCpus one(1);
   ASSERT_TRUE(one.ok()) << "sched_setaffinity failed";
