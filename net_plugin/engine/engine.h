@@ -123,7 +123,7 @@ class Engine {
 struct EngineConfig {
   EngineKind kind = EngineKind::kAuto;
   int threads = 1;  // worker threads (kInline: none; ignored)
-  int spinUs = 0;   // microseconds a worker polls after any activity before it sleeps
+  int spinUs = 0;   // microseconds a worker polls after a small message before it sleeps
   // BAGUA_NET_CPUS: worker i is pinned to cpus[i mod size]; empty: unpinned.
   std::vector<int> cpus;
 };
