@@ -20,9 +20,10 @@ RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
   size_t data = fds.size() - (callerStream ? 1 : 0);
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
-    Worker* worker = i < data ? &nextWorker(*engine_) : openCallerEngine();
-    streams.push_back(
-        std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]), worker));
+    bool caller = i >= data;
+    Worker* worker = caller ? openCallerEngine() : &nextWorker(*engine_);
+    streams.push_back(std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]),
+                                                   worker, caller));
   }
   startStreams(std::move(streams));
 }
@@ -138,6 +139,9 @@ void RecvStream::readMore() {
 
 void RecvStream::chunkDone() {
   if (header_.msgSize <= kSpinMessageBytes) worker_->smallMessageDone();
+  // Before the bytes count: once they complete the message, test() may
+  // release the request.
+  if (!callerStream_) req_->workerBytes.store(true, std::memory_order_release);
   RecvComm::chunkArrived(req_, header_.len);
 }
 

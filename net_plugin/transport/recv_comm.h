@@ -53,12 +53,13 @@ class RecvComm final : public Comm {
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override;
-  // A message whose bytes started arriving on a worker stream is not on the
-  // caller stream (it carries whole messages only). Once a stream has met
-  // EOF, every wait turns the caller loop too: the caller stream's own EOF,
+  // A message a chunk of which arrived on a worker stream is not on the
+  // caller stream (our senders put whole messages there, one chunk each);
+  // one whose chunks arrive there keeps the loop turning to its end. Once a
+  // stream has met EOF, every wait turns it: the caller stream's own EOF,
   // the last one that fails the comm, is read only there.
   bool mayUseCallerStream(const Request* req) const override {
-    return req->doneBytes.load(std::memory_order_acquire) == 0 ||
+    return !req->workerBytes.load(std::memory_order_acquire) ||
            anyStreamFinished_.load(std::memory_order_acquire);
   }
 
@@ -77,8 +78,9 @@ class RecvComm final : public Comm {
 
 class RecvStream final : public Stream {
  public:
-  RecvStream(RecvComm* comm, int index, Fd fd, Worker* worker)
-      : Stream(comm, index, std::move(fd), worker), recvComm_(comm) {}
+  // `callerStream`: this is the comm's caller stream (read inside test()).
+  RecvStream(RecvComm* comm, int index, Fd fd, Worker* worker, bool callerStream)
+      : Stream(comm, index, std::move(fd), worker), recvComm_(comm), callerStream_(callerStream) {}
 
   void start() override;
   // Retries a parked header after irecv() posted more receives.
@@ -102,6 +104,7 @@ class RecvStream final : public Stream {
   void chunkDone();
 
   RecvComm* recvComm_;
+  bool callerStream_;
   State state_ = State::kHeader;
   uint8_t headerBytes_[sizeof(ChunkHeader)]{};
   ChunkHeader header_{};

@@ -33,6 +33,7 @@ struct Request {
   size_t msgSize = kUnknownSize;   // recv: bytes the sender announced (mutex, then read-only)
   std::atomic<size_t> doneBytes{0};
   std::atomic<bool> done{false};
+  std::atomic<bool> workerBytes{false};  // recv: a chunk of it arrived on a worker's stream
 };
 
 // Fixed-capacity free list; callers hold the comm mutex.
@@ -55,6 +56,7 @@ class RequestPool {
         r.msgSize = kUnknownSize;
         r.doneBytes.store(0, std::memory_order_relaxed);
         r.done.store(false, std::memory_order_relaxed);
+        r.workerBytes.store(false, std::memory_order_relaxed);
         return &r;
       }
     }

@@ -6,7 +6,8 @@
 // receiver's look-ahead read); last all at once before any receive is
 // posted, so several chunks wait in a parked stream's stash. The same on a
 // caller stream (read inside irecv/test, not by a worker), a caller
-// stream cut inside a chunk, and a sender dead between two chunks.
+// stream cut inside a chunk, a message in two chunks on it, and a sender
+// dead between two chunks.
 // tests/meson.build runs it on every engine.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -190,6 +191,37 @@ TEST(WireStream, ACallerStreamCutInAChunkFailsTheReceive) {
   for (int f : fds) ::close(f);
   EXPECT_EQ(waitForError(request, 10s), ncclRemoteError);
   EXPECT_TRUE(logContains("in the middle of a chunk"));
+  EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+// A message in two chunks on the caller stream, the second written only
+// after the first has arrived: test() keeps reading the caller stream though
+// part of the message is in (our senders put one chunk there per message;
+// the receiver must not depend on it).
+TEST(WireStream, AMessageInChunksOnTheCallerStreamArrivesWhole) {
+  void* listenComm = nullptr;
+  void* recvComm = nullptr;
+  std::vector<int> fds;
+  rawSender(2, kHelloCallerStream, &listenComm, &recvComm, &fds);
+  ASSERT_NE(recvComm, nullptr);
+  std::vector<uint8_t> in(2000);
+  void* request = postRecv(recvComm, in.data(), in.size());
+  std::vector<uint8_t> bytes = wireBytes({Message{2000, {1000, 1000}}}, 0);
+  size_t firstChunk = sizeof(ChunkHeader) + 1000;
+  writeInPieces(fds[1], std::vector<uint8_t>(bytes.begin(), bytes.begin() + firstChunk), 0);
+  auto until = std::chrono::steady_clock::now() + 200ms;
+  while (std::chrono::steady_clock::now() < until) {
+    int done = 0;
+    ASSERT_EQ(api::test(request, &done, nullptr), ncclSuccess);
+    ASSERT_EQ(done, 0);
+  }
+  writeInPieces(fds[1], std::vector<uint8_t>(bytes.begin() + firstChunk, bytes.end()), 0);
+  int size = -1;
+  EXPECT_EQ(waitRequest(request, &size, 10s), ncclSuccess);
+  EXPECT_EQ(size, 2000);
+  EXPECT_EQ(verifyPattern(in.data(), 2000, 0), -1);
+  for (int f : fds) ::close(f);
   EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
 }
