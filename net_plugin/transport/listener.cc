@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "net_plugin/base/log.h"
@@ -10,9 +11,35 @@
 namespace bagua::net {
 namespace {
 
-// Beyond this many half-open connections, new ones are refused at once, so
-// a flood of strays cannot exhaust the process's file descriptors.
+// With this many connections waiting for a hello, the listener accepts no
+// more: new ones (a real peer's among them) wait in the kernel's queue until
+// strays time out, so a flood of strays can neither exhaust the process's
+// file descriptors nor have a real peer's streams closed.
 constexpr size_t kMaxPending = 1024;
+
+// accept() errors that concern one incoming connection only (accept(2):
+// "treat them like EAGAIN by retrying"): the next one may be fine.
+bool connectionError(int err) {
+  switch (err) {
+    case ECONNABORTED:
+    case EPROTO:
+    case ENOPROTOOPT:
+    case ENETDOWN:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case EHOSTUNREACH:
+    case ENONET:
+    case EOPNOTSUPP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// accept() errors of a resource that may come back (descriptors, memory).
+bool resourceError(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
 
 }  // namespace
 
@@ -36,7 +63,6 @@ std::unique_ptr<RecvComm> ListenComm::accept() {
       ++i;
     }
   }
-  expireGroups(Clock::now());
   for (auto it = groups_.begin(); it != groups_.end(); ++it) {
     if (it->second.arrived == it->second.fds.size()) {
       Group group = std::move(it->second);
@@ -46,27 +72,44 @@ std::unique_ptr<RecvComm> ListenComm::accept() {
                                         (group.flags & kHelloCallerStream) != 0);
     }
   }
+  expireGroups(Clock::now());
   return nullptr;
 }
 
 void ListenComm::acceptNew() {
   while (true) {
+    if (pending_.size() >= kMaxPending) {
+      if (!fullLogged_) {
+        BAGUA_WARN("%zu connections to %s are waiting for a hello; new ones wait in the "
+                   "kernel's queue until some finish or time out",
+                   pending_.size(), sockAddrToString(handle_.addr).c_str());
+        fullLogged_ = true;
+      }
+      return;
+    }
     SockAddr peer{};
     socklen_t len = sizeof(peer);
     int fd = ::accept4(fd_.get(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
-        return;
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) return;
+      if (connectionError(err)) continue;
+      std::string what = errnoMessage("accept() on " + sockAddrToString(handle_.addr), err);
+      if (!resourceError(err)) throw NetError(Status::kSystemError, what);
+      // Out of descriptors or memory: wait for some to come back, as long as
+      // a connecting peer keeps trying (BAGUA_NET_CONNECT_TIMEOUT_MS).
+      Clock::time_point now = Clock::now();
+      if (!starvedSince_) {
+        starvedSince_ = now;
+        BAGUA_WARN("%s; retrying for up to %d ms", what.c_str(), params_.connectTimeoutMs);
+      } else if (now - *starvedSince_ > std::chrono::milliseconds(params_.connectTimeoutMs)) {
+        throw NetError(Status::kSystemError,
+                       what + " for " + std::to_string(params_.connectTimeoutMs) + " ms");
       }
-      throw NetError(Status::kSystemError,
-                     errnoMessage("accept() on " + sockAddrToString(handle_.addr), errno));
+      return;
     }
+    starvedSince_.reset();
     Fd owned(fd);
-    if (pending_.size() >= kMaxPending) {
-      BAGUA_WARN("refusing connection from %s: %zu connections are already waiting for a hello",
-                 sockAddrToString(peer).c_str(), pending_.size());
-      continue;
-    }
     Pending p;
     p.fd = std::move(owned);
     p.peer = sockAddrToString(peer);
@@ -117,7 +160,10 @@ void ListenComm::admit(Pending& p, const Hello& hello) {
     group.fds.resize(hello.nStreams);
     group.flags = hello.flags;
     group.peer = p.peer;
-    group.deadline = p.deadline;
+    // The sender keeps connecting its other streams for up to its connect
+    // timeout (a lost SYN is resent after 1, 3, 7, 15 s).
+    group.deadline = Clock::now() + std::chrono::milliseconds(std::max(
+                                        params_.handshakeTimeoutMs, params_.connectTimeoutMs));
   } else if (hello.nStreams != group.fds.size() || hello.flags != group.flags) {
     BAGUA_WARN(
         "closing connection from %s: its streams disagree on their count (%u and %zu) or flags",
@@ -135,14 +181,19 @@ void ListenComm::admit(Pending& p, const Hello& hello) {
 }
 
 void ListenComm::expireGroups(Clock::time_point now) {
-  for (auto it = groups_.begin(); it != groups_.end();) {
-    if (it->second.arrived < it->second.fds.size() && now > it->second.deadline) {
-      BAGUA_WARN("dropping connection from %s: only %zu of %zu streams arrived within %d ms",
-                 it->second.peer.c_str(), it->second.arrived, it->second.fds.size(),
-                 params_.handshakeTimeoutMs);
-      it = groups_.erase(it);
-    } else {
-      ++it;
+  // A group presented this listener's token: it is the peer NCCL waits for,
+  // and a connection it will never complete is an error, not a silent wait.
+  for (auto it = groups_.begin(); it != groups_.end(); ++it) {
+    const Group& group = it->second;
+    if (group.arrived < group.fds.size() && now > group.deadline) {
+      std::string message =
+          "only " + std::to_string(group.arrived) + " of " + std::to_string(group.fds.size()) +
+          " streams of the connection from " + group.peer + " to " +
+          sockAddrToString(handle_.addr) + " arrived within " +
+          std::to_string(std::max(params_.handshakeTimeoutMs, params_.connectTimeoutMs)) +
+          " ms (BAGUA_NET_CONNECT_TIMEOUT_MS)";
+      groups_.erase(it);
+      throw NetError(Status::kRemoteError, message);
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "net_plugin/base/devices.h"
@@ -70,6 +71,8 @@ class ListenComm {
   int nStreams_;
   std::vector<Pending> pending_;
   std::map<uint64_t, Group> groups_;
+  bool fullLogged_ = false;                        // the kMaxPending warning, once
+  std::optional<Clock::time_point> starvedSince_;  // accept() out of fds or memory since
 };
 
 }  // namespace bagua::net

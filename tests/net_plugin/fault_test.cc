@@ -93,6 +93,57 @@ TEST(Stray, SilentConnectionIsDroppedAfterHandshakeTimeout) {
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
 }
 
+// A hand-written sender's stream `index` of `count`, hello sent.
+int rawStream(const char* handle, uint16_t index, uint16_t count, uint64_t connId) {
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof(h));
+  int fd = rawConnect(handle);
+  Hello hello = makeHello(index, count, h.token, connId);
+  EXPECT_EQ(::write(fd, &hello, sizeof(hello)), static_cast<ssize_t>(sizeof(hello)));
+  return fd;
+}
+
+// A sender's second stream arriving after the handshake timeout (300 ms in
+// this suite), within its connect timeout (500 ms): the connection forms.
+TEST(Stray, AStreamLaterThanTheHandshakeTimeoutStillJoinsItsConnection) {
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  int first = rawStream(handle, 0, 2, /*connId=*/5);
+  EXPECT_EQ(acceptFor(listenComm, 400ms), nullptr);
+  int second = rawStream(handle, 1, 2, /*connId=*/5);
+  void* recvComm = acceptFor(listenComm, 2s);
+  EXPECT_NE(recvComm, nullptr) << "the late stream completes its connection";
+  if (recvComm != nullptr) {
+    EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  }
+  ::close(first);
+  ::close(second);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+// A sender whose other stream never comes: accept() fails naming what
+// arrived, once the sender's connect timeout has passed; it does not wait
+// for ever.
+TEST(Stray, AConnectionMissingAStreamFailsAccept) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  ASSERT_EQ(api::listen(0, handle, &listenComm), ncclSuccess);
+  int only = rawStream(handle, 0, 2, /*connId=*/6);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  void* recvComm = nullptr;
+  ncclResult_t rc = ncclSuccess;
+  while (rc == ncclSuccess && recvComm == nullptr && std::chrono::steady_clock::now() < deadline) {
+    rc = api::accept(listenComm, &recvComm);
+  }
+  EXPECT_EQ(recvComm, nullptr);
+  EXPECT_EQ(rc, ncclRemoteError);
+  EXPECT_TRUE(logContains("only 1 of 2 streams of the connection from"));
+  ::close(only);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
 TEST(Truncation, SendLargerThanReceiveFailsNamingBothSizes) {
   clearCapturedLog();
   Link link = connectLink();
