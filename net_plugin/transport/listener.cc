@@ -36,6 +36,13 @@ bool connectionError(int err) {
   }
 }
 
+// How long a connection whose first stream arrived waits for the others: the
+// sender keeps connecting them for up to its connect timeout (a lost SYN is
+// resent after 1, 3, 7, 15 s).
+int groupWaitMs(const Params& params) {
+  return std::max(params.handshakeTimeoutMs, params.connectTimeoutMs);
+}
+
 // accept() errors of a resource that may come back (descriptors, memory).
 bool resourceError(int err) {
   return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
@@ -160,10 +167,7 @@ void ListenComm::admit(Pending& p, const Hello& hello) {
     group.fds.resize(hello.nStreams);
     group.flags = hello.flags;
     group.peer = p.peer;
-    // The sender keeps connecting its other streams for up to its connect
-    // timeout (a lost SYN is resent after 1, 3, 7, 15 s).
-    group.deadline = Clock::now() + std::chrono::milliseconds(std::max(
-                                        params_.handshakeTimeoutMs, params_.connectTimeoutMs));
+    group.deadline = Clock::now() + std::chrono::milliseconds(groupWaitMs(params_));
   } else if (hello.nStreams != group.fds.size() || hello.flags != group.flags) {
     BAGUA_WARN(
         "closing connection from %s: its streams disagree on their count (%u and %zu) or flags",
@@ -190,7 +194,7 @@ void ListenComm::expireGroups(Clock::time_point now) {
           "only " + std::to_string(group.arrived) + " of " + std::to_string(group.fds.size()) +
           " streams of the connection from " + group.peer + " to " +
           sockAddrToString(handle_.addr) + " arrived within " +
-          std::to_string(std::max(params_.handshakeTimeoutMs, params_.connectTimeoutMs)) +
+          std::to_string(groupWaitMs(params_)) +
           " ms (BAGUA_NET_CONNECT_TIMEOUT_MS)";
       groups_.erase(it);
       throw NetError(Status::kRemoteError, message);

@@ -88,6 +88,16 @@ void rawSender(int nStreams, uint16_t flags, void** listenComm, void** recvComm,
   ASSERT_NE(*recvComm, nullptr) << "a sender with the right token is accepted";
 }
 
+// Polls test() on `request` for `period`: it must neither finish nor fail.
+void expectPendingFor(void* request, std::chrono::milliseconds period) {
+  auto until = std::chrono::steady_clock::now() + period;
+  while (std::chrono::steady_clock::now() < until) {
+    int done = 0;
+    ASSERT_EQ(api::test(request, &done, nullptr), ncclSuccess);
+    ASSERT_EQ(done, 0);
+  }
+}
+
 // The byte stream on `fd` is either the sender's only stream (read by a
 // worker) or its caller stream (read inside irecv/test).
 void checkBoundaries(bool callerStream) {
@@ -210,12 +220,8 @@ TEST(WireStream, AMessageInChunksOnTheCallerStreamArrivesWhole) {
   std::vector<uint8_t> bytes = wireBytes({Message{2000, {1000, 1000}}}, 0);
   size_t firstChunk = sizeof(ChunkHeader) + 1000;
   writeInPieces(fds[1], std::vector<uint8_t>(bytes.begin(), bytes.begin() + firstChunk), 0);
-  auto until = std::chrono::steady_clock::now() + 200ms;
-  while (std::chrono::steady_clock::now() < until) {
-    int done = 0;
-    ASSERT_EQ(api::test(request, &done, nullptr), ncclSuccess);
-    ASSERT_EQ(done, 0);
-  }
+  expectPendingFor(request, 200ms);
+  ASSERT_FALSE(HasFailure());
   writeInPieces(fds[1], std::vector<uint8_t>(bytes.begin() + firstChunk, bytes.end()), 0);
   int size = -1;
   EXPECT_EQ(waitRequest(request, &size, 10s), ncclSuccess);
@@ -243,12 +249,8 @@ TEST(WireStream, ASenderDeadBetweenChunksFailsAPartlyReceivedMessage) {
   first.resize(sizeof(ChunkHeader) + 1000);  // the first half only
   writeInPieces(fds[0], first, 0);
   // Until the first half has arrived, the receive neither finishes nor fails.
-  auto until = std::chrono::steady_clock::now() + 200ms;
-  while (std::chrono::steady_clock::now() < until) {
-    int done = 0;
-    ASSERT_EQ(api::test(request, &done, nullptr), ncclSuccess);
-    ASSERT_EQ(done, 0);
-  }
+  expectPendingFor(request, 200ms);
+  ASSERT_FALSE(HasFailure());
   for (int f : fds) ::close(f);
   EXPECT_EQ(waitForError(request, 10s), ncclRemoteError);
   EXPECT_TRUE(logContains("the peer closed the connection"));
