@@ -91,7 +91,14 @@ bool parseHello(const uint8_t* bytes, size_t n, Hello* out, std::string* why) {
   std::memcpy(out, bytes, sizeof(Hello));
   if (!magicOk(out->magic, kHelloMagic, "hello", why)) return false;
   if (out->version != kWireVersion) {
-    *why = "hello has wire version " + std::to_string(out->version);
+    *why = "hello has wire version " + std::to_string(out->version) + ", this plugin speaks " +
+           std::to_string(kWireVersion) + " (mixed Bagua-Net versions in one job)";
+    return false;
+  }
+  if (out->reserved1 != 0) {
+    // Zero from every sender of this version: anything else is not ours (or
+    // a later version that forgot to bump the wire version).
+    *why = "hello has nonzero reserved field " + std::to_string(out->reserved1);
     return false;
   }
   if (out->nStreams == 0 || out->streamIndex >= out->nStreams) {

@@ -69,6 +69,28 @@ TEST(Hello, ValidatesMagicVersionAndStreamIndex) {
   EXPECT_FALSE(parseHello(reinterpret_cast<const uint8_t*>(garbage), sizeof(Hello), &out, &why));
 }
 
+TEST(Hello, AnotherVersionIsNamedWithOursAndTheLikelyCause) {
+  Hello h = makeHello(0, 1, 11, 22);
+  h.version = kWireVersion + 1;
+  Hello out{};
+  std::string why;
+  EXPECT_FALSE(parseHello(reinterpret_cast<uint8_t*>(&h), sizeof(h), &out, &why));
+  EXPECT_NE(why.find("wire version " + std::to_string(kWireVersion + 1) + ", this plugin speaks " +
+                     std::to_string(kWireVersion)),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("mixed Bagua-Net versions"), std::string::npos) << why;
+}
+
+TEST(Hello, ANonzeroReservedFieldIsRejected) {
+  Hello h = makeHello(0, 1, 11, 22);
+  h.reserved1 = 7;
+  Hello out{};
+  std::string why;
+  EXPECT_FALSE(parseHello(reinterpret_cast<uint8_t*>(&h), sizeof(h), &out, &why));
+  EXPECT_NE(why.find("nonzero reserved field 7"), std::string::npos) << why;
+}
+
 TEST(Hello, CarriesTheCallerStreamFlagAndRejectsUnknownFlags) {
   Hello h = makeHello(1, 2, 11, 22, kHelloCallerStream);
   Hello out{};
