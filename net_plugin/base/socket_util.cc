@@ -123,13 +123,11 @@ void tuneStream(int fd, const Params& params) {
   }
 }
 
-void setNonBlocking(int fd, bool nonBlocking) {
+int setNonBlocking(int fd, bool nonBlocking) {
   int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0) throw NetError(Status::kSystemError, errnoMessage("fcntl(F_GETFL)", errno));
+  if (flags < 0) return errno;
   flags = nonBlocking ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK);
-  if (::fcntl(fd, F_SETFL, flags) != 0) {
-    throw NetError(Status::kSystemError, errnoMessage("fcntl(F_SETFL)", errno));
-  }
+  return ::fcntl(fd, F_SETFL, flags) != 0 ? errno : 0;
 }
 
 }  // namespace bagua::net

@@ -28,8 +28,8 @@ Fd startConnect(const SockAddr& addr, bool* inProgress, int* retryErr);
 // buffer sizes from the knobs. Failures are logged, not fatal.
 void tuneStream(int fd, const Params& params);
 
-// Sets or clears O_NONBLOCK. Throws on failure.
-void setNonBlocking(int fd, bool nonBlocking);
+// Sets or clears O_NONBLOCK; returns 0 or the errno of the failed fcntl.
+[[nodiscard]] int setNonBlocking(int fd, bool nonBlocking);
 
 // A msghdr for sendmsg/recvmsg over `iovcnt` buffers of `iov` (no address, no
 // control data), as every vectored send and receive of the plugin uses.

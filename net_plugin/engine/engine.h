@@ -57,8 +57,10 @@ class Worker {
   virtual ~Worker() = default;
   // Runs `task` on this worker's thread soon.
   virtual void post(std::function<void()> task) = 0;
-  // Starts delivering completions of operations on `fd` to `handler`.
-  virtual void attach(int fd, IoHandler* handler) = 0;
+  // Starts delivering completions of operations on `fd` to `handler`; 0, or
+  // -errno when the fd cannot be watched (epoll_ctl: ENOSPC past
+  // fs.epoll.max_user_watches; fcntl: EBADF): nothing is then registered.
+  [[nodiscard]] virtual int attach(int fd, IoHandler* handler) = 0;
   // Forgets `fd`; no operation may be pending on it.
   virtual void detach(int fd) = 0;
   // Starts sending `iov` (the array and its buffers must live until done).

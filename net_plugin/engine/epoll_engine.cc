@@ -100,15 +100,16 @@ class EpollWorker final : public Worker {
 
   void post(std::function<void()> task) override { tasks_.post(std::move(task)); }
 
-  void attach(int fd, IoHandler* handler) override {
-    setNonBlocking(fd, true);
-    fds_[fd].handler = handler;
+  int attach(int fd, IoHandler* handler) override {
+    if (int err = setNonBlocking(fd, true); err != 0) return -err;
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
     ev.data.fd = fd;
-    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      BAGUA_WARN("epoll_ctl(ADD, fd %d) failed: %s", fd, strerror(errno));
-    }
+    // ENOSPC past fs.epoll.max_user_watches; EPERM for what epoll cannot
+    // watch (a regular file).
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) return -errno;
+    fds_[fd].handler = handler;
+    return 0;
   }
 
   void detach(int fd) override {

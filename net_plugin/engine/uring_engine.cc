@@ -90,9 +90,10 @@ class UringWorker final : public Worker {
 
   void post(std::function<void()> task) override { tasks_.post(std::move(task)); }
 
-  void attach(int fd, IoHandler* handler) override {
-    setNonBlocking(fd, false);
+  int attach(int fd, IoHandler* handler) override {
+    if (int err = setNonBlocking(fd, false); err != 0) return -err;
     handlers_[fd] = handler;
+    return 0;
   }
 
   void detach(int fd) override {

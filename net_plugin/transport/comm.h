@@ -58,6 +58,8 @@ class Comm : public StreamOwner {
 
   // Called by a stream on its worker once it is detached and its fd closed.
   void streamClosed() override;
+  // Called by a stream on its worker that cannot go on: fail(status, message).
+  void streamFailed(Status status, const std::string& message) override { fail(status, message); }
 
  protected:
   // Adds the comm's streams, spread over the engine's workers, and starts them.

@@ -110,8 +110,7 @@ void RecvComm::releaseLocked(Request* req) {
 }
 
 void RecvStream::start() {
-  Stream::start();
-  readHeader();
+  if (attachToWorker()) readHeader();
 }
 
 void RecvStream::readHeader(size_t ahead) {

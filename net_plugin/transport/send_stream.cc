@@ -54,7 +54,7 @@ bool SendStream::kernelHoldsBuffers() const {
 }
 
 void SendStream::pump() {
-  if (sendPending_ || timerPending_ || closing_) return;
+  if (sendPending_ || timerPending_ || closing_ || broken_) return;
   ZeroCopySlot* slot = nullptr;
   if (zeroCopy_) {
     slot = freeSlot();
@@ -94,7 +94,7 @@ void SendStream::resume(Chunk chunk, size_t sent) {
   chunk_ = chunk;
   zcSlot_ = nullptr;
   prepare(sent);
-  if (closing_) return;
+  if (closing_ || broken_) return;
   submit();
 }
 

@@ -5,7 +5,16 @@
 
 namespace bagua::net {
 
-void Stream::start() { worker_->attach(fd_.get(), this); }
+bool Stream::attachToWorker() {
+  int result = worker_->attach(fd_.get(), this);
+  if (result == 0) return true;
+  broken_ = true;
+  owner_->streamFailed(Status::kSystemError,
+                       errnoMessage("stream " + std::to_string(index_) +
+                                        " could not join its engine worker (epoll_ctl or fcntl)",
+                                    -result));
+  return false;
+}
 
 void Stream::beginClose() {
   closing_ = true;

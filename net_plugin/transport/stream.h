@@ -18,12 +18,15 @@ class Stream : public IoHandler {
   int index() const { return index_; }
 
   // Attaches the fd to the worker and begins (receive streams post a read).
-  virtual void start();
+  virtual void start() { attachToWorker(); }
   // Stops: shuts the socket down and cancels pending I/O, then closes once
   // nothing is pending, telling the owner through StreamOwner::streamClosed().
   void beginClose();
 
  protected:
+  // Attaches the fd to the worker; false (the owner failed, the stream
+  // `broken_`) when the worker cannot watch it.
+  bool attachToWorker();
   // True while a send, receive or timer is pending on the engine.
   bool ioPending() const { return sendPending_ || recvPending_ || timerPending_; }
   // True while the kernel still holds buffers of finished zero-copy sends.
@@ -42,6 +45,7 @@ class Stream : public IoHandler {
   bool recvPending_ = false;
   bool timerPending_ = false;
   bool closing_ = false;
+  bool broken_ = false;  // never attached: no I/O may start
   bool closed_ = false;  // fd closed; the owner is told once buffers are released
   bool reportedClosed_ = false;
 
