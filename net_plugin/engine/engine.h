@@ -128,6 +128,9 @@ struct EngineConfig {
   int spinUs = 0;   // microseconds a worker polls after a small message before it sleeps
   // BAGUA_NET_CPUS: worker i is pinned to cpus[i mod size]; empty: unpinned.
   std::vector<int> cpus;
+  // io_uring: submission queue entries per worker (the completion queue has
+  // twice as many); 0 is the default, 512. Tests shrink it to fill the rings.
+  unsigned ringEntries = 0;
 };
 
 // Gives the engine a new comm runs on, starting one if none is running (the

@@ -64,10 +64,18 @@ uint64_t encode(IoHandler* handler, OpKind kind) {
   return reinterpret_cast<uintptr_t>(handler) | kind;
 }
 
+// One completion, copied out of the ring.
+struct Completion {
+  uint64_t data;
+  int res;
+  unsigned flags;
+};
+
 class UringWorker final : public Worker {
  public:
-  UringWorker(int index, int spinUs, int cpu)
-      : index_(index), cpu_(cpu), spin_(std::chrono::microseconds(spinUs)) {}
+  UringWorker(int index, int spinUs, int cpu, unsigned ringEntries)
+      : index_(index), cpu_(cpu), ringEntries_(ringEntries),
+        spin_(std::chrono::microseconds(spinUs)) {}
   ~UringWorker() override { stop(); }
 
   // Starts the thread and waits until its ring exists; throws on failure.
@@ -161,10 +169,10 @@ class UringWorker final : public Worker {
     io_uring_params p;
     std::memset(&p, 0, sizeof(p));
     p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN;
-    int err = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+    int err = io_uring_queue_init_params(ringEntries_, &ring_, &p);
     if (err == -EINVAL) {  // kernel older than 6.1: plain ring
       std::memset(&p, 0, sizeof(p));
-      err = io_uring_queue_init_params(kRingEntries, &ring_, &p);
+      err = io_uring_queue_init_params(ringEntries_, &ring_, &p);
     }
     if (err == 0) {
       if (io_uring_probe* probe = io_uring_get_probe_ring(&ring_)) {
@@ -186,7 +194,9 @@ class UringWorker final : public Worker {
     while (!(tasks_.stopRequested() && handlers_.empty())) {
       tasks_.runAll();
       if (tasks_.stopRequested() && handlers_.empty()) break;
-      if (!spinUntil(lastActive + spin_)) {
+      if (!backlog_.empty()) {
+        io_uring_submit(&ring_);  // completions are waiting in backlog_: no sleep
+      } else if (!spinUntil(lastActive + spin_)) {
         int rc = io_uring_submit_and_wait(&ring_, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
           BAGUA_WARN("io_uring_submit_and_wait failed on worker %d: %s", index_, strerror(-rc));
@@ -213,29 +223,30 @@ class UringWorker final : public Worker {
   // Copies a batch of completions out and frees their CQ slots before
   // dispatching, since handlers submit new operations.
   void reap() {
+    while (!backlog_.empty()) {  // stashed by nextSqe(), older than the queue's
+      std::vector<Completion> stashed;
+      stashed.swap(backlog_);
+      for (const Completion& c : stashed) dispatch(c);
+    }
     constexpr unsigned kBatch = 64;
     unsigned n = 0;
     do {
       io_uring_cqe* cqes[kBatch];
       n = io_uring_peek_batch_cqe(&ring_, cqes, kBatch);
-      struct Completion {
-        uint64_t data;
-        int res;
-        unsigned flags;
-      } done[kBatch];
+      Completion done[kBatch];
       for (unsigned i = 0; i < n; ++i) {
         done[i] = {io_uring_cqe_get_data64(cqes[i]), cqes[i]->res, cqes[i]->flags};
       }
       io_uring_cq_advance(&ring_, n);
-      for (unsigned i = 0; i < n; ++i) {
-        auto kind = static_cast<OpKind>(done[i].data & kKindMask);
-        auto* handler = reinterpret_cast<IoHandler*>(done[i].data & ~kKindMask);
-        dispatch(kind, handler, done[i].res, done[i].flags);
-      }
-    } while (n == kBatch);
+      for (unsigned i = 0; i < n; ++i) dispatch(done[i]);
+    } while (n == kBatch || !backlog_.empty());
   }
 
-  void dispatch(OpKind kind, IoHandler* handler, int res, unsigned flags) {
+  void dispatch(const Completion& c) {
+    auto kind = static_cast<OpKind>(c.data & kKindMask);
+    auto* handler = reinterpret_cast<IoHandler*>(c.data & ~kKindMask);
+    int res = c.res;
+    unsigned flags = c.flags;
     switch (kind) {
       case kSendZc:
         if ((flags & IORING_CQE_F_NOTIF) != 0) {
@@ -279,17 +290,40 @@ class UringWorker final : public Worker {
   }
 
   // An SQE, submitting queued ones first when the submission queue is full.
+  // A free submission entry. With the queue full it submits; a kernel that
+  // refuses while completions overflow (EBUSY, Linux before 5.19 or so) or
+  // lacks memory (EAGAIN) gets the completion queue emptied into backlog_,
+  // which reap() dispatches: not from here, since the handler asking for an
+  // entry may be in the middle of updating its state.
   io_uring_sqe* nextSqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     while (sqe == nullptr) {
-      io_uring_submit(&ring_);
+      int rc = io_uring_submit(&ring_);
+      if (rc == -EBUSY || rc == -EAGAIN) {
+        io_uring_get_events(&ring_);  // moves overflowed completions into the queue
+        if (stashCompletions() == 0) std::this_thread::yield();
+      }
       sqe = io_uring_get_sqe(&ring_);
     }
     return sqe;
   }
 
+  // Copies every completion in the queue to backlog_ and frees its slots.
+  unsigned stashCompletions() {
+    io_uring_cqe* cqe = nullptr;
+    unsigned head = 0;
+    unsigned n = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      backlog_.push_back({io_uring_cqe_get_data64(cqe), cqe->res, cqe->flags});
+      ++n;
+    }
+    io_uring_cq_advance(&ring_, n);
+    return n;
+  }
+
   int index_;
   int cpu_;  // pinned to (BAGUA_NET_CPUS), or -1
+  unsigned ringEntries_;
   std::chrono::microseconds spin_;
   bool zeroCopy_ = false;  // the kernel has SENDMSG_ZC
   io_uring ring_{};
@@ -299,6 +333,7 @@ class UringWorker final : public Worker {
   std::unordered_map<int, msghdr> sendMsgs_;           // must outlive each pending sendmsg
   std::unordered_map<int, msghdr> recvMsgs_;           // must outlive each pending recvmsg
   std::unordered_map<int, __kernel_timespec> timers_;  // must outlive each pending timeout
+  std::vector<Completion> backlog_;  // completions nextSqe() took off a full queue
 };
 
 class UringEngine final : public Engine {
@@ -306,7 +341,8 @@ class UringEngine final : public Engine {
   explicit UringEngine(const EngineConfig& config) {
     for (int i = 0; i < config.threads; ++i) {
       workers_.push_back(
-          std::make_unique<UringWorker>(i, config.spinUs, workerCpu(i, config.cpus)));
+          std::make_unique<UringWorker>(i, config.spinUs, workerCpu(i, config.cpus),
+                                        config.ringEntries != 0 ? config.ringEntries : kRingEntries));
       workers_.back()->start();
     }
   }

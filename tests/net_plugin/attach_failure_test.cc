@@ -8,8 +8,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <future>
 #include <memory>
 #include <vector>
 
@@ -25,44 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::clearCapturedLog;
 using testing::logContains;
-
-class NoHandler : public IoHandler {
- public:
-  void onSendDone(int) override {}
-  void onRecvDone(int) override {}
-};
-
-// attach() on the worker's own thread, as the streams call it.
-int attachOnWorker(Worker& worker, int fd, IoHandler* handler) {
-  std::promise<int> result;
-  worker.post([&] { result.set_value(worker.attach(fd, handler)); });
-  return result.get_future().get();
-}
-
-TEST(Attach, TheEpollEngineRefusesWhatItCannotWatch) {
-  std::shared_ptr<Engine> engine = createEpollEngine(EngineConfig{EngineKind::kEpoll, 1, 0, {}});
-  NoHandler handler;
-  FILE* file = std::tmpfile();
-  ASSERT_NE(file, nullptr);
-  EXPECT_EQ(attachOnWorker(engine->worker(0), fileno(file), &handler), -EPERM)
-      << "epoll cannot watch a regular file";
-  std::fclose(file);
-}
-
-TEST(Attach, TheIoUringEngineRefusesAClosedFd) {
-  std::unique_ptr<Engine> engine;
-  try {
-    engine = createUringEngine(EngineConfig{EngineKind::kIoUring, 1, 0, {}});
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no io_uring here: " << e.what();
-  }
-  NoHandler handler;
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  ::close(fds[0]);
-  ::close(fds[1]);
-  EXPECT_EQ(attachOnWorker(engine->worker(0), fds[0], &handler), -EBADF);
-}
 
 // A real epoll worker that refuses to watch one fd, as epoll_ctl does once
 // the user's fs.epoll.max_user_watches is used up.
