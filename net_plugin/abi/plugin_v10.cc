@@ -17,7 +17,7 @@ ncclResult_t connect(int dev, ncclNetCommConfig_v10_t*, void* handle, void** sen
 }  // namespace bagua::net::abi
 
 extern "C" __attribute__((visibility("default"))) const ncclNet_v10_t ncclNetPlugin_v10 = {
-    .name = "Bagua",
+    .name = bagua::net::api::kNetName,
     .init = bagua::net::abi::init,
     .devices = bagua::net::api::devices,
     .getProperties = bagua::net::abi::getPropertiesAs<ncclNetProperties_v10_t>,

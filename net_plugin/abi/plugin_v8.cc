@@ -25,7 +25,7 @@ ncclResult_t irecv(void* recvComm, int n, void** data, int* sizes, int*, void** 
 }  // namespace bagua::net::abi
 
 extern "C" __attribute__((visibility("default"))) const ncclNet_v8_t ncclNetPlugin_v8 = {
-    .name = "Bagua",
+    .name = bagua::net::api::kNetName,
     .init = bagua::net::api::init,
     .devices = bagua::net::api::devices,
     .getProperties = bagua::net::abi::getPropertiesAs<ncclNetProperties_v8_t>,

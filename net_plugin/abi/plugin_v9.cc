@@ -18,7 +18,7 @@ ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int*, void
 }  // namespace bagua::net::abi
 
 extern "C" __attribute__((visibility("default"))) const ncclNet_v9_t ncclNetPlugin_v9 = {
-    .name = "Bagua",
+    .name = bagua::net::api::kNetName,
     .init = bagua::net::api::init,
     .devices = bagua::net::api::devices,
     .getProperties = bagua::net::abi::getPropertiesAs<ncclNetProperties_v9_t>,

@@ -61,7 +61,7 @@ inline ncclResult_t setNetAttr(void* ctx, ncclNetAttr_v11_t* attr) {
 template <typename Table, typename Props>
 constexpr Table contextTable() {
   return Table{
-      .name = "Bagua",
+      .name = api::kNetName,
       .init = initContext,
       .devices = api::devices,
       .getProperties = getPropertiesAs<Props>,

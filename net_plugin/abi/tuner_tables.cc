@@ -8,19 +8,28 @@ namespace {
 
 using namespace bagua::net;
 
-constexpr const char* kName = "Bagua";
+constexpr const char* kName = api::kNetName;
 
-ncclResult_t getV2(void* ctx, ncclFunc_t func, size_t nBytes, int, int, int, int*, int*,
-                   int* nChannels) {
-  return api::tunerGetCollInfo(ctx, func, nBytes, nChannels);
+// v2 has no cost table: where CollNet or NVLS may run, NCCL keeps its channels.
+ncclResult_t getV2(void* ctx, ncclFunc_t func, size_t nBytes, int collNetSupport,
+                   int nvlsSupport, int, int*, int*, int* nChannels) {
+  auto algorithm = collNetSupport != 0 || nvlsSupport != 0 ? tuner::Algorithm::kOther
+                                                           : tuner::Algorithm::kUnknown;
+  return api::tunerGetCollInfo(ctx, func, nBytes, algorithm, nChannels);
 }
-ncclResult_t getV3(void* ctx, ncclFunc_t func, size_t nBytes, int, float**, int, int,
-                   int* nChannels) {
-  return api::tunerGetCollInfo(ctx, func, nBytes, nChannels);
+// The table NCCL hands over is float[numAlgo][numProto] cast to float**.
+tuner::Algorithm algorithmOf(float** table, int numAlgo, int numProto) {
+  return tuner::winningAlgorithm(reinterpret_cast<const float*>(table), numAlgo, numProto);
 }
-ncclResult_t getV4(void* ctx, ncclFunc_t func, size_t nBytes, int, float**, int, int, int,
-                   int* nChannels) {
-  return api::tunerGetCollInfo(ctx, func, nBytes, nChannels);
+ncclResult_t getV3(void* ctx, ncclFunc_t func, size_t nBytes, int, float** table, int numAlgo,
+                   int numProto, int* nChannels) {
+  return api::tunerGetCollInfo(ctx, func, nBytes, algorithmOf(table, numAlgo, numProto),
+                               nChannels);
+}
+ncclResult_t getV4(void* ctx, ncclFunc_t func, size_t nBytes, int, float** table, int numAlgo,
+                   int numProto, int, int* nChannels) {
+  return api::tunerGetCollInfo(ctx, func, nBytes, algorithmOf(table, numAlgo, numProto),
+                               nChannels);
 }
 ncclResult_t initV5(void** ctx, uint64_t, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
                     ncclNvlDomainInfo_v5_t*, ncclTunerConstants_v5_t*) {

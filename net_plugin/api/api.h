@@ -17,6 +17,10 @@
 
 namespace bagua::net::api {
 
+// The name NCCL knows the plugin (and its tuner) by; NCCL_NET=Bagua picks it
+// (NCCL compares ignoring case).
+inline constexpr const char* kNetName = "Bagua";
+
 // Version-neutral device properties; each shim copies them into its layout.
 struct DeviceProps {
   char* name;

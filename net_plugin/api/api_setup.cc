@@ -51,7 +51,7 @@ ncclResult_t init(ncclDebugLogger_t logger) {
   return guarded("init", [&](const char*) {
     setLogger(logger);  // first: a malformed knob is reported through NCCL's logger
     processState().init();
-    applyChannelFloor();
+    applyChannelFloor(logger);
     return Status::kOk;
   });
 }
@@ -63,7 +63,7 @@ ncclResult_t initContext(void** ctx, uint64_t commId, int trafficClass, ncclDebu
     setLogger(logger);
     PluginState& state = processState();
     state.init();
-    applyChannelFloor();
+    applyChannelFloor(logger);
     auto context = std::make_unique<Context>();
     context->commId = commId;
     context->trafficClass = trafficClass;

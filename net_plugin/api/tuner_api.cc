@@ -1,5 +1,9 @@
 #include "net_plugin/api/tuner_api.h"
 
+#include <dlfcn.h>
+#include <strings.h>
+
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -18,6 +22,22 @@ bool envSet(const char* name) {
   return value != nullptr && value[0] != '\0';
 }
 
+// Set and not empty, and not `ours` (compared as NCCL does, ignoring case).
+bool envNamesOther(const char* name, const char* ours) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' && strcasecmp(value, ours) != 0;
+}
+
+// NCCL_TUNER_PLUGIN names a tuner other than ours: "none", or a library
+// whose name does not mention Bagua (ours is libnccl-net-bagua.so).
+bool otherTunerNamed() {
+  const char* value = std::getenv("NCCL_TUNER_PLUGIN");
+  if (value == nullptr || value[0] == '\0') return false;
+  std::string lower(value);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("bagua") == std::string::npos;
+}
+
 struct TunerContext {
   tuner::CommShape comm;
 };
@@ -34,33 +54,59 @@ int knownLinkMbps() {
 
 }  // namespace
 
-const tuner::Policy& tunerPolicy() {
+int ncclVersionOf(const void* ncclCode) {
+  Dl_info info{};
+  if (ncclCode == nullptr || dladdr(ncclCode, &info) == 0 || info.dli_fname == nullptr) return 0;
+  // Already loaded (it called us): RTLD_NOLOAD only takes a reference. A
+  // program linked with NCCL statically names itself here, where dlsym
+  // finds ncclGetVersion if the program exports it.
+  void* nccl = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (nccl == nullptr) return 0;
+  using GetVersion = int (*)(int*);  // ncclResult_t ncclGetVersion(int*); 0 is ncclSuccess
+  auto getVersion = reinterpret_cast<GetVersion>(dlsym(nccl, "ncclGetVersion"));
+  int version = 0;
+  if (getVersion == nullptr || getVersion(&version) != 0) version = 0;
+  dlclose(nccl);
+  return version;
+}
+
+const tuner::Policy& tunerPolicy(ncclDebugLogger_t logger) {
   // First use is the plugin's init, after the devices are found and before
   // the floor is set, so the user's own NCCL_MIN_NCHANNELS is told apart
-  // from ours.
-  static const tuner::Policy policy = [] {
+  // from ours; the logger NCCL passes there is NCCL's own function.
+  static const tuner::Policy policy = [logger] {
     const Params& p = params();
     tuner::Policy out;
     out.enabled = p.tuner != 0;
     out.channels = p.tunerChannels;
     out.rankCpus = processState().usableCpus();
     out.bytesPerChannel = p.tunerChannelBytes;
-    out.userChannels = envSet("NCCL_MIN_NCHANNELS") || envSet("NCCL_MAX_NCHANNELS");
+    out.userChannels = false;
+    for (const char* name : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",
+                             "NCCL_MAX_CTAS", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS"}) {
+      out.userChannels = out.userChannels || envSet(name);
+    }
+    out.otherNetwork = envNamesOther("NCCL_NET", kNetName);
+    out.otherTuner = otherTunerNamed();
+    out.ncclVersion = ncclVersionOf(reinterpret_cast<const void*>(logger));
     out.linkMbps = knownLinkMbps();
     return out;
   }();
   return policy;
 }
 
-void applyChannelFloor() {
+void applyChannelFloor(ncclDebugLogger_t logger) {
   static std::once_flag once;
-  std::call_once(once, [] {
-    int floor = tuner::channelFloor(tunerPolicy());
+  std::call_once(once, [logger] {
+    int floor = tuner::channelFloor(tunerPolicy(logger));
     if (floor <= 0) return;
     std::string value = std::to_string(floor);
     // overwrite = 0: never replaces a value that appeared since (NCCL's
-    // own nccl.conf loading uses the same rule).
-    if (setenv("NCCL_MIN_NCHANNELS", value.c_str(), 0) != 0) {
+    // own nccl.conf loading uses the same rule); but an empty one, which
+    // NCCL ignores as unset, is replaced.
+    const char* now = std::getenv("NCCL_MIN_NCHANNELS");
+    int overwrite = now != nullptr && now[0] == '\0' ? 1 : 0;
+    if (setenv("NCCL_MIN_NCHANNELS", value.c_str(), overwrite) != 0) {
       BAGUA_WARN("could not set NCCL_MIN_NCHANNELS=%s; NCCL keeps its own channel count",
                  value.c_str());
       return;
@@ -78,19 +124,23 @@ ncclResult_t tunerInit(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, v
     BAGUA_CHECK_ARG(context != nullptr, "context pointer is NULL");
     *context = nullptr;
     setLogger(logger);
-    auto* ctx = new TunerContext{{nRanks, nNodes}};
+    // NCCL runs the net plugin's init before it loads the tuner; without it
+    // (NCCL 2.30+ with NCCL_NET naming another network) Bagua-Net carries
+    // nothing of this communicator.
+    auto* ctx = new TunerContext{{nRanks, nNodes, processState().initialized()}};
     BAGUA_INFO(static_cast<unsigned long>(NCCL_INIT) | NCCL_TUNING, "%s", tuner::describe(tunerPolicy(), ctx->comm).c_str());
     *context = ctx;
     return Status::kOk;
   });
 }
 
-ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t func, size_t nBytes, int* nChannels) {
+ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t func, size_t nBytes,
+                              tuner::Algorithm algorithm, int* nChannels) {
   return guarded("tunerGetCollInfo", [&](const char* fn) {
     BAGUA_CHECK_ARG(context != nullptr, "context is NULL");
     BAGUA_CHECK_ARG(nChannels != nullptr, "nChannels is NULL");
     const auto* ctx = static_cast<const TunerContext*>(context);
-    int channels = tuner::channelsFor(tunerPolicy(), ctx->comm, func, nBytes);
+    int channels = tuner::channelsFor(tunerPolicy(), ctx->comm, func, nBytes, algorithm);
     if (channels > 0) *nChannels = channels;
     return Status::kOk;
   });

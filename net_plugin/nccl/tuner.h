@@ -1,7 +1,10 @@
 // NCCL's tuner plugin ABI, versions 2 to 6, declared by us (facts from NCCL's
-// src/include/plugin/tuner/tuner_v*.h). NCCL 2.19+ looks for a tuner in the
+// src/include/plugin/tuner/tuner_v*.h). NCCL 2.21+ looks for a tuner in the
 // net plugin's own library when NCCL_TUNER_PLUGIN is not set, newest table
-// first: v6 (2.30+), v5 (2.27-2.29), v4 (2.23-2.26), v3 (2.22), v2 (2.19-2.21).
+// it knows first: v6 (2.30+), v5 (2.28-2.29), v4 (2.24-2.27), v3 (2.22-2.23),
+// v2 (2.21). NCCL 2.20 (the first with net ABI v8) loads only a v1 tuner that
+// NCCL_TUNER_PLUGIN names (read from the NCCL tags' NCCL_TUNER_PLUGIN_SYMBOL
+// and dlsym order).
 // Plain C layout: these structs cross the dlopen boundary into NCCL.
 #pragma once
 
@@ -27,6 +30,10 @@ typedef enum {
 
 // Logger subsystem bit of tuning lines (nccl_common.h).
 enum { NCCL_TUNING = 0x40 };
+
+// Rows of the cost table (nccl_tuner.h; the table is float[numAlgo][numProto],
+// handed over as float**). Only these two keep their index across versions.
+enum { NCCL_ALGO_TREE = 0, NCCL_ALGO_RING = 1 };
 
 typedef struct {
   const char* name;

@@ -35,6 +35,11 @@ class PluginState {
   // Logs the knobs set in the environment, discovers devices and logs them,
   // once (later calls do nothing). Throws NetError.
   void init();
+  // True once init() succeeded: this process uses Bagua-Net (NCCL ran its init).
+  bool initialized() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return initialized_;
+  }
 
   const Params& params() const { return params_; }
 

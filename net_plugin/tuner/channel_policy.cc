@@ -23,6 +23,17 @@ bool cpusFilledByTwo(const Policy& policy) {
   return policy.channels == 0 && floorChannels(policy) <= 2;
 }
 
+// An NCCL that will not load this tuner (2.20).
+bool ncclWithoutOurTuner(const Policy& policy) {
+  return policy.ncclVersion > 0 && policy.ncclVersion < kFirstNcclWithNetPluginTuner;
+}
+
+// NCCL's code for version X.Y.Z (from 2.9): X * 10000 + Y * 100 + Z.
+std::string versionText(int code) {
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
+
 }  // namespace
 
 int floorChannels(const Policy& policy) {
@@ -40,8 +51,8 @@ int mostChannels(const Policy& policy) {
 }
 
 int channelFloor(const Policy& policy) {
-  if (!policy.enabled || policy.userChannels || linkFilledByTwo(policy) ||
-      cpusFilledByTwo(policy)) {
+  if (!policy.enabled || policy.userChannels || policy.otherNetwork || policy.otherTuner ||
+      ncclWithoutOurTuner(policy) || linkFilledByTwo(policy) || cpusFilledByTwo(policy)) {
     return 0;
   }
   int cap = linkCap(policy);
@@ -49,11 +60,30 @@ int channelFloor(const Policy& policy) {
 }
 
 bool tunes(const Policy& policy, const CommShape& comm) {
-  return channelFloor(policy) > 0 && comm.nNodes > 1;
+  return channelFloor(policy) > 0 && comm.viaBagua && comm.nNodes > 1;
 }
 
-int channelsFor(const Policy& policy, const CommShape& comm, ncclFunc_t func, size_t nBytes) {
-  if (!tunes(policy, comm)) return 0;
+Algorithm winningAlgorithm(const float* table, int numAlgo, int numProto) {
+  if (table == nullptr || numAlgo <= 0 || numProto <= 0) return Algorithm::kUnknown;
+  int best = -1;
+  float bestTime = 0;
+  for (int a = 0; a < numAlgo; ++a) {
+    for (int p = 0; p < numProto; ++p) {
+      float time = table[a * numProto + p];
+      if (time >= 0 && (best < 0 || time < bestTime)) {
+        best = a;
+        bestTime = time;
+      }
+    }
+  }
+  if (best < 0) return Algorithm::kUnknown;
+  return best == NCCL_ALGO_TREE || best == NCCL_ALGO_RING ? Algorithm::kTreeOrRing
+                                                          : Algorithm::kOther;
+}
+
+int channelsFor(const Policy& policy, const CommShape& comm, ncclFunc_t func, size_t nBytes,
+                Algorithm algorithm) {
+  if (!tunes(policy, comm) || algorithm == Algorithm::kOther) return 0;
   if (func != ncclFuncBroadcast && func != ncclFuncReduce && func != ncclFuncAllGather &&
       func != ncclFuncReduceScatter && func != ncclFuncAllReduce) {
     return 0;  // point to point and newer collectives: NCCL's own
@@ -71,7 +101,20 @@ std::string describe(const Policy& policy, const CommShape& comm) {
     std::snprintf(line, sizeof line, "tuner off (BAGUA_NET_TUNER=0): NCCL's own channels");
   } else if (policy.userChannels) {
     std::snprintf(line, sizeof line,
-                  "tuner leaves channels to NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS set by the user");
+                  "tuner leaves channels to the user's NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS "
+                  "or NCCL_MIN/MAX_NRINGS");
+  } else if (policy.otherNetwork || !comm.viaBagua) {
+    std::snprintf(line, sizeof line,
+                  "tuner leaves channels to NCCL: Bagua-Net is not this communicator's network "
+                  "(NCCL_NET names another, or the plugin's init did not run)");
+  } else if (policy.otherTuner) {
+    std::snprintf(line, sizeof line,
+                  "tuner leaves channels to NCCL: NCCL_TUNER_PLUGIN names another tuner");
+  } else if (ncclWithoutOurTuner(policy)) {
+    std::snprintf(line, sizeof line,
+                  "tuner leaves channels to NCCL: NCCL %s loads no tuner from a net plugin "
+                  "(2.21 and later do)",
+                  versionText(policy.ncclVersion).c_str());
   } else if (linkFilledByTwo(policy)) {
     std::snprintf(line, sizeof line,
                   "tuner leaves channels to NCCL: a %d Mbit/s link is filled by NCCL's own 2 "

@@ -41,9 +41,21 @@ struct Policy {
   int channels = 0;                    // BAGUA_NET_TUNER_CHANNELS: the floor; 0: auto
   int rankCpus = 0;                    // this rank's share of the host's CPUs; 0: unknown
   size_t bytesPerChannel = 1u << 20;   // BAGUA_NET_TUNER_CHANNEL_BYTES
-  bool userChannels = false;           // NCCL_MIN_NCHANNELS or NCCL_MAX_NCHANNELS set
+  // The user chose channels: NCCL_MIN/MAX_NCHANNELS, NCCL_MIN/MAX_CTAS or
+  // NCCL_MIN/MAX_NRINGS set (NCCL applies its minimum after its maximum, so
+  // our floor would override a cap).
+  bool userChannels = false;
+  bool otherNetwork = false;  // NCCL_NET names a network other than Bagua-Net
+  bool otherTuner = false;    // NCCL_TUNER_PLUGIN names another tuner, or none
+  int ncclVersion = 0;        // ncclGetVersion() of the NCCL that loaded us; 0: unknown
   int linkMbps = 0;  // the slowest offered link's known speed (BAGUA_NET_SPEED_MBPS or sysfs); 0: unknown
 };
+
+// NCCL finds a tuner in its net plugin's library from 2.21 (2.20, the first
+// with our oldest net ABI v8, loads only a v1 tuner that NCCL_TUNER_PLUGIN
+// names): below it a floor would give every collective all the channels,
+// with no tuner to lower them.
+inline constexpr int kFirstNcclWithNetPluginTuner = 22100;
 
 // Link speed per channel for the cap (see above).
 inline constexpr int kMbpsPerChannel = 5000;
@@ -62,7 +74,19 @@ int mostChannels(const Policy& policy);
 struct CommShape {
   size_t nRanks = 0;
   size_t nNodes = 0;
+  // Bagua-Net's init ran in this process (NCCL 2.30+ loads the library, and
+  // so its tuner, even when NCCL_NET picks another network, but skips its init).
+  bool viaBagua = true;
 };
+
+// NCCL's algorithm for one collective, as far as the cost table it hands the
+// tuner shows. The channel rule was measured with Ring and Tree; NVLS,
+// CollNet and PAT keep NCCL's own channels.
+enum class Algorithm { kUnknown, kTreeOrRing, kOther };
+// The cheapest entry of NCCL's cost table (numAlgo rows of numProto floats;
+// NCCL_ALGO_PROTO_IGNORE and other negative entries are not candidates), as
+// NCCL itself picks; kUnknown without a table or a candidate.
+Algorithm winningAlgorithm(const float* table, int numAlgo, int numProto);
 
 // Below this a collective keeps NCCL's own choice: NCCL itself drops to one
 // channel for messages this small.
@@ -73,12 +97,15 @@ inline constexpr size_t kSmallBytes = 64 * 1024;
 int channelFloor(const Policy& policy);
 
 // Whether the tuner acts on this communicator at all: on, the user did not
-// choose channels, and it spans more than one node (crosses the network).
+// choose channels, Bagua-Net is the network, and it spans more than one node
+// (crosses the network).
 bool tunes(const Policy& policy, const CommShape& comm);
 
 // Channels for one collective: 0 keeps NCCL's choice (not tuned, point to
-// point, or small); else ceil(nBytes / bytesPerChannel) within [2, floor].
-int channelsFor(const Policy& policy, const CommShape& comm, ncclFunc_t func, size_t nBytes);
+// point, small, or an algorithm other than Ring and Tree); else
+// ceil(nBytes / bytesPerChannel) within [2, floor].
+int channelsFor(const Policy& policy, const CommShape& comm, ncclFunc_t func, size_t nBytes,
+                Algorithm algorithm = Algorithm::kUnknown);
 
 // One line for the log: what the tuner does for this communicator.
 std::string describe(const Policy& policy, const CommShape& comm);

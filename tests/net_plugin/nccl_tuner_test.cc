@@ -122,19 +122,103 @@ TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 16);
 }
 
+TEST(ChannelPolicy, AnotherNetworkTunerOrAnNcclWithoutOurTunerGetsNoFloor) {
+  Policy p;
+  EXPECT_EQ(channelFloor(p), 16);
+  Policy net = p;
+  net.otherNetwork = true;  // NCCL_NET=IB
+  EXPECT_EQ(channelFloor(net), 0);
+  EXPECT_EQ(channelsFor(net, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 0);
+  EXPECT_NE(describe(net, kTwoNodes).find("not this communicator's network"), std::string::npos);
+  Policy tuner = p;
+  tuner.otherTuner = true;  // NCCL_TUNER_PLUGIN=none
+  EXPECT_EQ(channelFloor(tuner), 0);
+  EXPECT_NE(describe(tuner, kTwoNodes).find("NCCL_TUNER_PLUGIN"), std::string::npos);
+  Policy old = p;
+  old.ncclVersion = 22005;  // 2.20.5 (torch 2.3, 2.4): loads no tuner from here
+  EXPECT_EQ(channelFloor(old), 0);
+  EXPECT_NE(describe(old, kTwoNodes).find("NCCL 2.20.5"), std::string::npos);
+  old.ncclVersion = 22105;  // 2.21.5 does
+  EXPECT_EQ(channelFloor(old), 16);
+}
+
+TEST(ChannelPolicy, ACommunicatorBaguaNetDoesNotCarryIsLeftAlone) {
+  Policy p;
+  CommShape elsewhere = kTwoNodes;
+  elsewhere.viaBagua = false;  // NCCL 2.30+ with NCCL_NET=IB: our init never ran
+  EXPECT_EQ(channelsFor(p, elsewhere, ncclFuncAllReduce, 64 * kMiB), 0);
+  EXPECT_NE(describe(p, elsewhere).find("not this communicator's network"), std::string::npos);
+}
+
+// NCCL's cost table: float[7][3] (algorithms x protocols), -1 for what it ruled out.
+struct CostTable {
+  float t[7][3];
+  CostTable() {
+    for (auto& row : t) {
+      for (float& v : row) v = -1.0f;
+    }
+  }
+  const float* data() const { return &t[0][0]; }
+};
+
+TEST(ChannelPolicy, TheWinningAlgorithmIsReadFromNcclsCostTable) {
+  EXPECT_EQ(winningAlgorithm(nullptr, 7, 3), Algorithm::kUnknown);
+  CostTable none;
+  EXPECT_EQ(winningAlgorithm(none.data(), 7, 3), Algorithm::kUnknown) << "all ruled out";
+  CostTable ring;
+  ring.t[NCCL_ALGO_RING][2] = 10;  // Simple
+  ring.t[NCCL_ALGO_TREE][2] = 12;
+  EXPECT_EQ(winningAlgorithm(ring.data(), 7, 3), Algorithm::kTreeOrRing);
+  CostTable nvls = ring;
+  nvls.t[5][2] = 4;  // NVLS_TREE cheapest
+  EXPECT_EQ(winningAlgorithm(nvls.data(), 7, 3), Algorithm::kOther);
+  CostTable pat;
+  pat.t[6][2] = 3;  // PAT
+  pat.t[NCCL_ALGO_RING][0] = 5;
+  EXPECT_EQ(winningAlgorithm(pat.data(), 7, 3), Algorithm::kOther);
+  // Rows are numProto apart: read with 2 protocols, [1][1] is the 4th float.
+  CostTable stride;
+  stride.t[1][0] = 1;  // the 4th float: algorithm 1 (Ring) of a 2-protocol table
+  EXPECT_EQ(winningAlgorithm(stride.data(), 7, 3), Algorithm::kTreeOrRing);
+  EXPECT_EQ(winningAlgorithm(stride.data(), 7, 2), Algorithm::kTreeOrRing);
+  stride.t[1][0] = -1;
+  stride.t[2][0] = 1;  // the 7th float: algorithm 2 (CollNet) with 3, algorithm 3 with 2
+  EXPECT_EQ(winningAlgorithm(stride.data(), 7, 3), Algorithm::kOther);
+  Policy p;
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB, Algorithm::kOther), 0);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB, Algorithm::kTreeOrRing), 16);
+}
+
+// What a library case runs beyond the defaults.
+struct CaseOptions {
+  bool netInit = true;             // false: NCCL 2.30+ with NCCL_NET naming another network
+  const float* costTable = nullptr;  // handed to v3+ getCollInfo for the 64 MiB call
+  int nvlsSupport = 0;             // v2's flag
+  bool ncclLogger = false;         // init gets fake-nccl's logger (its version answers)
+};
+
 // In a child: loads the library, runs the net plugin's init as NCCL does,
 // then the tuner table of `version`; exits 0 when NCCL_MIN_NCHANNELS is
 // `floorAfter` ("" = unset) and a 64 MiB all_reduce on two nodes gets
 // `bigChannels` (0: left to NCCL), else prints why and exits 1.
-[[noreturn]] void runLibraryCase(int version, const char* floorAfter, int bigChannels) {
+[[noreturn]] void runLibraryCase(int version, const char* floorAfter, int bigChannels,
+                                const CaseOptions& options = {}) {
   auto fail = [](const std::string& why) {
     std::fprintf(stderr, "%s\n", why.c_str());
     std::_Exit(1);
   };
   void* lib = dlopen(BAGUA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) fail(dlerror());
+  ncclDebugLogger_t logger = nullptr;
+  if (options.ncclLogger) {
+    void* nccl = dlopen(BAGUA_FAKE_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (nccl == nullptr) fail(dlerror());
+    logger = reinterpret_cast<ncclDebugLogger_t>(dlsym(nccl, "fakeNcclLogger"));
+    if (logger == nullptr) fail("fake-nccl has no fakeNcclLogger");
+  }
   auto* net = static_cast<const ncclNet_v8_t*>(dlsym(lib, "ncclNetPlugin_v8"));
-  if (net == nullptr || net->init(nullptr) != ncclSuccess) fail("net plugin init failed");
+  if (net == nullptr) fail("ncclNetPlugin_v8 is not exported");
+  if (options.netInit && net->init(logger) != ncclSuccess) fail("net plugin init failed");
   const char* floor = std::getenv("NCCL_MIN_NCHANNELS");
   if (std::string(floor ? floor : "") != floorAfter) {
     fail(std::string("NCCL_MIN_NCHANNELS is '") + (floor ? floor : "") + "', expected '" +
@@ -142,6 +226,7 @@ TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
   }
   void* ctx = nullptr;
   int channels = 0, small = 0;
+  auto** table64 = reinterpret_cast<float**>(const_cast<float*>(options.costTable));
   std::string symbol = "ncclTunerPlugin_v" + std::to_string(version);
   void* table = dlsym(lib, symbol.c_str());
   if (table == nullptr) fail(symbol + " is not exported");
@@ -149,26 +234,27 @@ TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
     auto* t = static_cast<const ncclTuner_v2_t*>(table);
     int algo = -1, proto = -1;
     if (t->init(2, 2, nullptr, &ctx) != ncclSuccess) fail("v2 init failed");
-    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 0, 0, 1, &algo, &proto, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 0, options.nvlsSupport, 1, &algo, &proto,
+                   &channels);
     t->getCollInfo(ctx, ncclFuncAllReduce, 8, 0, 0, 1, &algo, &proto, &small);
     if (algo != -1 || proto != -1) fail("v2 changed NCCL's algorithm or protocol");
     t->destroy(ctx);
   } else if (version == 3) {
     auto* t = static_cast<const ncclTuner_v3_t*>(table);
     if (t->init(2, 2, nullptr, &ctx) != ncclSuccess) fail("v3 init failed");
-    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, nullptr, 7, 3, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, table64, 7, 3, &channels);
     t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, nullptr, 7, 3, &small);
     t->destroy(ctx);
   } else if (version == 4) {
     auto* t = static_cast<const ncclTuner_v4_t*>(table);
     if (t->init(2, 2, nullptr, &ctx) != ncclSuccess) fail("v4 init failed");
-    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, nullptr, 7, 3, 0, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, table64, 7, 3, 0, &channels);
     t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, nullptr, 7, 3, 0, &small);
     t->destroy(ctx);
   } else {
     auto* t = static_cast<const ncclTuner_v6_t*>(table);  // v5 is v6's prefix
     if (t->init(&ctx, 7, 2, 2, nullptr, nullptr, nullptr) != ncclSuccess) fail("init failed");
-    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, nullptr, 7, 3, 0, &channels);
+    t->getCollInfo(ctx, ncclFuncAllReduce, 64 * kMiB, 1, table64, 7, 3, 0, &channels);
     t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, nullptr, 7, 3, 0, &small);
     if (version == 6 && t->getChunkSize != nullptr) fail("v6 getChunkSize should be NULL");
     t->finalize(ctx);
@@ -185,8 +271,11 @@ class TunerLibrary : public ::testing::Test {
  protected:
   void SetUp() override {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    unsetenv("NCCL_MIN_NCHANNELS");
-    unsetenv("NCCL_MAX_NCHANNELS");
+    for (const char* name : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",
+                             "NCCL_MAX_CTAS", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS", "NCCL_NET",
+                             "NCCL_TUNER_PLUGIN", "BAGUA_TEST_NCCL_VERSION"}) {
+      unsetenv(name);
+    }
     unsetenv("BAGUA_NET_TUNER");
     unsetenv("BAGUA_NET_SPEED_MBPS");
     unsetenv("BAGUA_NET_LOCAL_RANKS");
@@ -216,6 +305,68 @@ TEST_F(TunerLibrary, UsersMinChannelsWins) {
 TEST_F(TunerLibrary, UsersMaxChannelsLeavesTheFloorUnset) {
   setenv("NCCL_MAX_NCHANNELS", "2", 1);
   EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, ChannelCapsOfEveryNameLeaveTheFloorUnset) {
+  // NCCL applies its minimum after its maximum: a floor would undo the cap.
+  for (const char* name : {"NCCL_MAX_CTAS", "NCCL_MIN_CTAS", "NCCL_MAX_NRINGS", "NCCL_MIN_NRINGS"}) {
+    setenv(name, "4", 1);
+    EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "") << name;
+    unsetenv(name);
+  }
+}
+
+TEST_F(TunerLibrary, AnEmptyMinChannelsIsReplacedByTheFloor) {
+  setenv("NCCL_MIN_NCHANNELS", "", 1);  // NCCL ignores it as unset
+  EXPECT_EXIT(runLibraryCase(5, "16", 16), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, AnotherNetworkOrTunerLeavesNcclAlone) {
+  setenv("NCCL_NET", "IB", 1);
+  EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
+  setenv("NCCL_NET", "bagua", 1);  // ours, in any case
+  EXPECT_EXIT(runLibraryCase(5, "16", 16), ::testing::ExitedWithCode(0), "");
+  unsetenv("NCCL_NET");
+  setenv("NCCL_TUNER_PLUGIN", "none", 1);
+  EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
+  setenv("NCCL_TUNER_PLUGIN", BAGUA_PLUGIN_PATH, 1);  // ours, named
+  EXPECT_EXIT(runLibraryCase(5, "16", 16), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, WithoutTheNetPluginsInitTheTunerLeavesNcclAlone) {
+  // NCCL 2.30+ loads the library for its tuner even when NCCL_NET picks
+  // another network, and then runs no init of ours.
+  CaseOptions noInit;
+  noInit.netInit = false;
+  EXPECT_EXIT(runLibraryCase(6, "", 0, noInit), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, AnNcclThatLoadsNoTunerFromHereGetsNoFloor) {
+  CaseOptions nccl;
+  nccl.ncclLogger = true;
+  setenv("BAGUA_TEST_NCCL_VERSION", "22005", 1);  // 2.20.5
+  EXPECT_EXIT(runLibraryCase(2, "", 0, nccl), ::testing::ExitedWithCode(0), "");
+  setenv("BAGUA_TEST_NCCL_VERSION", "22809", 1);  // 2.28.9
+  EXPECT_EXIT(runLibraryCase(5, "16", 16, nccl), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TunerLibrary, AlgorithmsOtherThanRingAndTreeKeepNcclsChannels) {
+  CostTable ring;
+  ring.t[NCCL_ALGO_RING][2] = 10;
+  CostTable nvlsTree = ring;
+  nvlsTree.t[5][2] = 4;
+  CaseOptions viaRing, viaNvls;
+  viaRing.costTable = ring.data();
+  viaNvls.costTable = nvlsTree.data();
+  for (int version : {3, 4, 5, 6}) {
+    EXPECT_EXIT(runLibraryCase(version, "16", 16, viaRing), ::testing::ExitedWithCode(0), "")
+        << "v" << version;
+    EXPECT_EXIT(runLibraryCase(version, "16", 0, viaNvls), ::testing::ExitedWithCode(0), "")
+        << "v" << version;
+  }
+  CaseOptions v2Nvls;
+  v2Nvls.nvlsSupport = 1;
+  EXPECT_EXIT(runLibraryCase(2, "16", 0, v2Nvls), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(TunerLibrary, OffLeavesNcclAlone) {
