@@ -98,8 +98,14 @@ const tuner::Policy& tunerPolicy(ncclDebugLogger_t logger) {
 void applyChannelFloor(ncclDebugLogger_t logger) {
   static std::once_flag once;
   std::call_once(once, [logger] {
-    int floor = tuner::channelFloor(tunerPolicy(logger));
-    if (floor <= 0) return;
+    const tuner::Policy& policy = tunerPolicy(logger);
+    int floor = tuner::channelFloor(policy);
+    if (floor <= 0) {
+      // Why, as a communicator across nodes would be told.
+      BAGUA_INFO(NCCL_INIT | NCCL_NET, "no channel floor: %s",
+                 tuner::describe(policy, tuner::CommShape{2, 2}).c_str());
+      return;
+    }
     std::string value = std::to_string(floor);
     // overwrite = 0: never replaces a value that appeared since (NCCL's
     // own nccl.conf loading uses the same rule); but an empty one, which
