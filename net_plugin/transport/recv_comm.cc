@@ -32,6 +32,11 @@ Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
   std::vector<RecvStream*> wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The slot of the next sequence number is still held by a receive 64
+    // back (the caller test()s out of order while it arrives): try later,
+    // as with every request in use, rather than alias it.
+    *out = nullptr;
+    if (slots_[nextSeq_ % kSlots] != nullptr) return Status::kOk;
     Request* req = pool_.acquire();
     *out = req;
     if (req == nullptr) return Status::kOk;
@@ -55,6 +60,9 @@ RecvComm::Placement RecvComm::placeChunk(RecvStream* stream, const ChunkHeader& 
   if (req == nullptr || req->seq != h.seq) {
     if (h.seq >= nextSeq_) {
       parked_.push_back(stream);
+      if (!stuckLocked()) return Placement::kPark;
+      lock.unlock();
+      failStuck();
       return Placement::kPark;
     }
     lock.unlock();
@@ -95,13 +103,31 @@ void RecvComm::chunkArrived(Request* req, size_t len) {
 
 void RecvComm::streamFinished() {
   bool all = false;
+  bool stuck = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     all = ++finishedStreams_ == streams_.size();
+    stuck = !all && stuckLocked();
   }
   anyStreamFinished_.store(true, std::memory_order_release);
   // Normal at teardown; an error only for receives that can no longer finish.
   if (all) fail(Status::kRemoteError, "the peer closed the connection", /*quiet=*/true);
+  if (stuck) failStuck();
+}
+
+bool RecvComm::stuckLocked() const {
+  // A parked stream waits for a later message and carries its messages in
+  // order: it brings nothing more for the receives posted so far, and
+  // neither does a stream that met EOF. With every stream one or the
+  // other, the parked ones never read the EOF that follows.
+  return finishedStreams_ > 0 && finishedStreams_ + parked_.size() == streams_.size() &&
+         pool_.anyUnfinished();
+}
+
+void RecvComm::failStuck() {
+  fail(Status::kRemoteError,
+       "the peer closed the connection before a posted receive's message arrived (its other "
+       "streams wait for later messages)");
 }
 
 void RecvComm::releaseLocked(Request* req) {

@@ -64,8 +64,14 @@ class RecvComm final : public Comm {
   }
 
  private:
-  // Receives in flight by sequence number; NCCL allows 32, so 64 slots never
-  // alias a pending sequence.
+  // Under mutex_: some streams met EOF, every other one is parked, and a
+  // posted receive is unfinished: it never will be.
+  bool stuckLocked() const;
+  void failStuck();
+
+  // Receives in flight by sequence number; NCCL allows 32, and irecv() waits
+  // while the next sequence's slot is held (a receive 64 back, unfinished or
+  // not yet collected by test()), so slots never alias.
   static constexpr size_t kSlots = 2 * RequestPool::kCapacity;
 
   RequestPool pool_;

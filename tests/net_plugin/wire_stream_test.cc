@@ -258,5 +258,75 @@ TEST(WireStream, ASenderDeadBetweenChunksFailsAPartlyReceivedMessage) {
   EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
 }
 
+// A stream parked on the header of a message not posted yet has no read
+// pending, so it never reads its EOF. A sender that goes away with an earlier
+// message still to come (its other stream ending between chunks) must fail
+// that earlier receive, not leave it pending for ever.
+TEST(WireStream, ASenderGoneWhileAStreamWaitsForALaterMessageFailsTheReceive) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  void* recvComm = nullptr;
+  std::vector<int> fds;
+  rawSender(2, 0, &listenComm, &recvComm, &fds);
+  ASSERT_NE(recvComm, nullptr);
+  std::vector<uint8_t> in(64);
+  void* first = postRecv(recvComm, in.data(), in.size());  // message 0: never sent
+  // Message 1 on stream 1 (a caller stream's small message overtakes a
+  // queued one so): stream 1 parks on it.
+  writeInPieces(fds[1], wireBytes({Message{8, {8}}}, 1), 0);
+  expectPendingFor(first, 200ms);
+  ASSERT_FALSE(HasFailure());
+  for (int f : fds) ::close(f);  // the sender's process exits
+  EXPECT_EQ(waitForError(first, 10s), ncclRemoteError);
+  EXPECT_TRUE(logContains("before a posted receive's message arrived"));
+  EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
+// Receives collected out of order: while message 0 is still arriving, 63
+// later ones complete and are collected. The 64th would take message 0's
+// slot: irecv() asks the caller to try later (a NULL request) until message
+// 0 is collected, and message 0 then arrives whole (its slot was once
+// overwritten, and its next chunk failed the comm as a protocol error).
+TEST(WireStream, ReceivesCollectedOutOfOrderNeverShareASlot) {
+  clearCapturedLog();
+  void* listenComm = nullptr;
+  void* recvComm = nullptr;
+  std::vector<int> fds;
+  rawSender(2, 0, &listenComm, &recvComm, &fds);
+  ASSERT_NE(recvComm, nullptr);
+  std::vector<uint8_t> big(2000);
+  void* first = postRecv(recvComm, big.data(), big.size());
+  std::vector<uint8_t> message0 = wireBytes({Message{2000, {1000, 1000}}}, 0);
+  size_t half = sizeof(ChunkHeader) + 1000;
+  writeInPieces(fds[0], std::vector<uint8_t>(message0.begin(), message0.begin() + half), 0);
+  expectPendingFor(first, 100ms);
+  std::vector<uint8_t> small(8);
+  for (uint64_t seq = 1; seq < 64; ++seq) {
+    void* request = postRecv(recvComm, small.data(), small.size());
+    writeInPieces(fds[1], wireBytes({Message{8, {8}}}, seq), 0);
+    ASSERT_EQ(waitRequest(request, nullptr, 10s), ncclSuccess) << "message " << seq;
+    ASSERT_EQ(verifyPattern(small.data(), small.size(), seq), -1) << "message " << seq;
+  }
+  void* data = small.data();
+  size_t size = small.size();
+  void* request = nullptr;
+  ASSERT_EQ(api::irecv(recvComm, 1, &data, &size, nullptr, &request), ncclSuccess);
+  EXPECT_EQ(request, nullptr) << "message 64 would share message 0's slot";
+  writeInPieces(fds[0], std::vector<uint8_t>(message0.begin() + half, message0.end()), 0);
+  int received = 0;
+  ASSERT_EQ(waitRequest(first, &received, 10s), ncclSuccess);
+  EXPECT_EQ(received, 2000);
+  EXPECT_EQ(verifyPattern(big.data(), big.size(), 0), -1);
+  request = postRecv(recvComm, small.data(), small.size());  // the slot is free again
+  writeInPieces(fds[1], wireBytes({Message{8, {8}}}, 64), 0);
+  EXPECT_EQ(waitRequest(request, nullptr, 10s), ncclSuccess);
+  EXPECT_EQ(verifyPattern(small.data(), small.size(), 64), -1);
+  EXPECT_FALSE(logContains("protocol error"));
+  for (int f : fds) ::close(f);
+  EXPECT_EQ(api::closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(api::closeListen(listenComm), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace bagua::net::testing
