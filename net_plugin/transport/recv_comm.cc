@@ -8,6 +8,8 @@
 // placement has not decided on.
 #include "net_plugin/transport/recv_comm.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 
 #include "net_plugin/base/log.h"
@@ -180,7 +182,7 @@ void RecvStream::place() {
       state_ = State::kParked;
       return;
     case RecvComm::Placement::kFailed:
-      state_ = State::kFailed;
+      stopReading();
       return;
     case RecvComm::Placement::kReady:
       break;
@@ -241,11 +243,31 @@ void RecvStream::onRecvDone(int result) {
   parseHeader();
 }
 
+void RecvStream::stopReading() {
+  state_ = State::kFailed;
+  // The sender must learn of it: its sends on this stream should fail
+  // instead of waiting for a reader that will never come (until this rank's
+  // communicator is destroyed). A shutdown() only sends a FIN, which a
+  // sender that never reads does not see; a reset is what it sees. So the
+  // connection is closed abortively now, while the stream keeps its fd
+  // number, as a fresh unconnected socket, for the close protocol (detach,
+  // close) that the comm's close() runs later. Nothing is pending on it: a
+  // receive stream never sends, and its receive has just completed; epoll
+  // forgets a socket whose last descriptor goes.
+  linger abort{1, 0};
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  int placeholder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (placeholder < 0 || ::dup2(placeholder, fd_.get()) < 0) {
+    ::shutdown(fd_.get(), SHUT_RDWR);  // out of descriptors: a FIN at least
+  }
+  if (placeholder >= 0) ::close(placeholder);
+}
+
 void RecvStream::parseHeader() {
   std::string why;
   if (!parseChunkHeader(headerBytes_, sizeof(headerBytes_), &header_, &why)) {
-    state_ = State::kFailed;
     recvComm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
+    stopReading();
     return;
   }
   place();

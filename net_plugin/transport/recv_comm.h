@@ -104,6 +104,9 @@ class RecvStream final : public Stream {
   // Parses a complete header, then places the chunk.
   void parseHeader();
   void place();
+  // The comm failed here (a bad header, a truncated message) or elsewhere:
+  // reads no more and shuts the socket down, so the peer sees an error.
+  void stopReading();
   void onEof();
   // header_'s chunk is in place: credits it to its request, and tells the
   // worker when the message is small (its spin is for those).

@@ -163,6 +163,19 @@ TEST(Truncation, SendLargerThanReceiveFailsNamingBothSizes) {
   closeLink(link);
 }
 
+// A message far larger than the socket buffers, into a small receive: the
+// receiver fails, and its sender must fail too (the receiver shuts the
+// stream down) instead of waiting until the receiver's comm is closed.
+TEST(Truncation, TheSenderOfATruncatedMessageFailsToo) {
+  Link link = connectLink();
+  std::vector<uint8_t> out(64 << 20, 1), in(1000);
+  void* rreq = postRecv(link.recvComm, in.data(), in.size());
+  void* sreq = postSend(link.sendComm, out.data(), out.size());
+  EXPECT_EQ(waitForError(rreq, 10s), ncclInvalidUsage);
+  EXPECT_EQ(waitForError(sreq, 10s), ncclRemoteError) << "the sender is told";
+  closeLink(link);
+}
+
 TEST(Close, SendCloseWithRequestsInFlightIsPromptAndPeerSeesError) {
   Link link = connectLink();
   std::vector<uint8_t> big(64 << 20, 7);
