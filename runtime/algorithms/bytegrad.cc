@@ -70,6 +70,12 @@ std::shared_ptr<Work> ByteGrad::communicate(BucketContext& bucket) {
   auto* recv = static_cast<uint8_t*>(s.recv->data());
   auto* own = static_cast<uint8_t*>(s.own->data());
   auto* gathered = static_cast<uint8_t*>(s.gathered->data());
+  if (n == 1) {
+    // The average of one rank is its gradient: compressing would send
+    // nothing and only add two rounds of 8-bit error (the leaders'
+    // communicator of hierarchical ByteGrad or QAdam on one node).
+    return ops.fence("bytegrad of bucket " + std::to_string(bucket.index) + " (one rank)");
+  }
 
   if (options_.errorFeedback) {
     ops.addScaled(dtype, bucket.data, bucket.data, s.residual->data(), numel, 1.0f);

@@ -18,7 +18,8 @@ std::vector<float> flattenBucket(const BucketLayout& b,
                                  const std::function<std::vector<float>(size_t tensor)>& tensorOf);
 
 // inputs[r]: rank r's flattened bucket (paddedNumel floats, a multiple of
-// size). Returns the bucket every rank must hold after the step.
+// size). Returns the bucket every rank must hold after the step (a world of
+// one: its input, which ByteGrad does not compress).
 std::vector<float> bytegradReference(const std::vector<std::vector<float>>& inputs, int size);
 
 }  // namespace bagua::testing
