@@ -231,23 +231,32 @@ def case_decentralized(rank, out, mode, interval, steps=7):
                peers=peers, weights=flat(net.parameters()).tolist())
 
 
-def case_lpd(rank, out, steps=6, lr=0.1):
+def case_lpd(rank, out, steps=6, lr=0.1, optimizers=1):
     """Low-precision decentralized SGD against a simulation of every rank's
-    replicas from every rank's gradients (gathered through torch's Gloo)."""
+    replicas from every rank's gradients (gathered through torch's Gloo).
+    With 2 optimizers, each steps half of the layers (as a GAN's would)."""
     n = dist.get_world_size()
     net = model().to(DEVICE)
-    opt = torch.optim.SGD(net.parameters(), lr=lr, foreach=False)
-    net.with_bagua([opt], decentralized.LowPrecisionDecentralizedAlgorithm(hierarchical=False))
+    layers = [m for m in net if any(True for _ in m.parameters())]
+    if optimizers == 1:
+        opts = [torch.optim.SGD(net.parameters(), lr=lr, foreach=False)]
+    else:
+        halves = (layers[: len(layers) // 2], layers[len(layers) // 2:])
+        opts = [torch.optim.SGD([p for m in half for p in m.parameters()], lr=lr, foreach=False)
+                for half in halves]
+    net.with_bagua(opts, decentralized.LowPrecisionDecentralizedAlgorithm(hierarchical=False))
     params = list(net.parameters())  # registered in forward order: one bucket, one chunk
     x0 = flat(params)
     own, left, right = ([x0.clone() for _ in range(n)] for _ in range(3))
     third, five_thirds = 1.0 / 3.0, -5.0 / 3.0
     worst = 0.0
     for step in range(steps):
-        opt.zero_grad()
+        for opt in opts:
+            opt.zero_grad()
         loss_of(net, rank, step).backward()
         grads = gather(flat(p.grad for p in params))
-        opt.step()
+        for opt in opts:
+            opt.step()
         x = [torch.add(own[r], grads[r], alpha=-lr) for r in range(n)]
         q = []
         for r in range(n):
@@ -261,6 +270,10 @@ def case_lpd(rank, out, steps=6, lr=0.1):
             own[r] = own[r] + q[r]
         worst = max(worst, float((flat(params) - own[rank]).abs().max()))
     out.update(max_weight_diff=worst, weights=flat(params).tolist())
+
+
+def case_lpd_two_optimizers(rank, out):
+    case_lpd(rank, out, optimizers=2)
 
 
 def main():

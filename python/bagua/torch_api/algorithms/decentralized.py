@@ -19,6 +19,7 @@ It does not overlap the step: the exchange runs after optimizer.step().
 Every trained parameter must belong to one of the optimizers given to
 with_bagua.
 """
+import warnings
 from .native import NativeAlgorithm, NativeAlgorithmImpl
 
 
@@ -83,6 +84,9 @@ class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
         super().__init__(process_group, "low_precision_decentralized", options)
         self.interval = int(options["communication_interval"])
         self._done_step = -1
+        self._step_seen = -1
+        self._stepped = set()
+        self._warned_partial = False
 
     def init_tensors(self, bagua_ddp):
         params = bagua_ddp.bagua_build_params()
@@ -112,8 +116,24 @@ class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
     def init_post_optimizer_step_hook(self, bagua_ddp):
         def hook(optimizer):
             step = bagua_ddp.bagua_train_step_counter
-            if step == self._done_step or (step - 1) % self.interval != 0:
-                return  # once per training step (several optimizers), every k-th step
+            if step != self._step_seen:
+                expected = len(bagua_ddp.bagua_optimizers)
+                if 0 < len(self._stepped) < expected and not self._warned_partial:
+                    self._warned_partial = True
+                    warnings.warn(
+                        f"low_precision_decentralized: only {len(self._stepped)} of the "
+                        f"{expected} optimizers given to with_bagua stepped in training step "
+                        f"{self._step_seen}; the weights are exchanged only in steps where "
+                        "every one of them steps")
+                self._step_seen, self._stepped = step, set()
+            self._stepped.add(id(optimizer))
+            # Once per training step, after every optimizer stepped: the
+            # exchange sends x - x̂_self, and the weights become x̂_self, so an
+            # update applied after it would be overwritten until next round.
+            if len(self._stepped) < len(bagua_ddp.bagua_optimizers) or step == self._done_step:
+                return
+            if (step - 1) % self.interval != 0:
+                return  # every k-th step
             self._done_step = step
             bagua_ddp._sync_stream()
             bagua_ddp._bagua_backend.mark_all_ready()
