@@ -110,12 +110,15 @@ def case_qadam_warmup(rank, out, steps=6):
     out["weights"] = flat(net.parameters()).tolist()
 
 
-def case_qadam_compressed(rank, out, warmup=3, steps=8):
+def case_qadam_compressed(rank, out, warmup=3, steps=8, new_beta1=None):
     n = dist.get_world_size()
     net = model()
     opt = q_adam.QAdamOptimizer(net.parameters(), lr=0.01, warmup_steps=warmup,
                                 weight_decay=0.01)
     net.with_bagua([opt], q_adam.QAdamAlgorithm(opt, hierarchical=False))
+    if new_beta1 is not None:  # changed by the user after wrapping, on every rank
+        for group in opt.param_groups:
+            group["betas"] = (new_beta1, group["betas"][1])
     params = list(net.parameters())
     order = list(reversed(params))  # the order the tensors are registered in
     beta1, beta2 = opt.param_groups[0]["betas"]
@@ -152,6 +155,10 @@ def case_qadam_compressed(rank, out, warmup=3, steps=8):
     out.update(max_momentum_diff=worst_m, max_diff_in_quantization_steps=worst_step_ratio,
                max_update_diff=worst_update, variance_frozen=frozen,
                weights=flat(net.parameters()).tolist())
+
+
+def case_qadam_new_betas(rank, out):
+    case_qadam_compressed(rank, out, new_beta1=0.5)
 
 
 def shift_one_peer(rank, n, step):

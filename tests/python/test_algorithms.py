@@ -36,6 +36,15 @@ def test_qadam_after_warmup_matches_the_reference(outdir, nproc):
         assert r["weights"] == ranks[0]["weights"]
 
 
+def test_qadam_follows_betas_changed_after_wrapping_on_every_rank(outdir):
+    """with_bagua broadcasts rank 0's optimizer state (load_state_dict on the
+    other ranks replaces their group dicts): the momentum update must read
+    the live groups there too, not the ones seen when the algorithm was made."""
+    for r in run(outdir, 2, "qadam_new_betas"):
+        assert r["max_diff_in_quantization_steps"] < 0.01, r
+        assert r["max_update_diff"] <= 1e-6, r
+
+
 @pytest.mark.parametrize("nproc,mode,interval", [
     (2, "all", 1), (4, "all", 2), (3, "all", 1),
     (2, "shift_one", 1), (4, "shift_one", 1), (4, "shift_one", 3), (3, "shift_one", 1),

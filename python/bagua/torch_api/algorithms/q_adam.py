@@ -132,7 +132,11 @@ class QAdamAlgorithmImpl(NativeAlgorithmImpl):
     def __init__(self, process_group, optimizer, options):
         super().__init__(process_group, "qadam", options)
         self.optimizer = optimizer
-        self._group_of = {p: g for g in optimizer.param_groups for p in g["params"]}
+        # By index: with_bagua's state broadcast (load_state_dict on ranks
+        # other than 0) replaces the group dicts, and a user may change a
+        # group's betas or weight decay later; the live dict is read per use.
+        self._group_index = {p: i for i, g in enumerate(optimizer.param_groups)
+                             for p in g["params"]}
         self._warmup_built = None
 
     def need_reset(self):
@@ -143,7 +147,7 @@ class QAdamAlgorithmImpl(NativeAlgorithmImpl):
 
         self._warmup_built = self.optimizer.in_warmup
         params = bagua_ddp.bagua_build_params()
-        missing = [n for n, p in params if p not in self._group_of]
+        missing = [n for n, p in params if p not in self._group_index]
         if missing:
             raise ValueError(f"QAdamAlgorithm: parameters {missing[:5]} are not in the "
                              "QAdamOptimizer; every trained parameter must be")
@@ -167,7 +171,8 @@ class QAdamAlgorithmImpl(NativeAlgorithmImpl):
             return AlgorithmImpl.init_backward_hook(self, bagua_ddp)
 
         def hook(parameter_name, parameter):
-            self.optimizer.update_momentum(parameter, self._group_of[parameter])
+            group = self.optimizer.param_groups[self._group_index[parameter]]
+            self.optimizer.update_momentum(parameter, group)
             bagua_ddp._sync_stream()
             bagua_ddp._bagua_backend.mark_communication_ready(parameter_name)
 
