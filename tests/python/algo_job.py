@@ -283,6 +283,24 @@ def case_lpd_two_optimizers(rank, out):
     case_lpd(rank, out, optimizers=2)
 
 
+def case_lpd_load_after_wrapping(rank, out):
+    import warnings
+
+    net = model()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with warnings.catch_warnings(record=True) as before:
+        warnings.simplefilter("always")
+        net.load_state_dict(model(seed=6).state_dict())  # before wrapping: fine
+        net.with_bagua([opt], decentralized.LowPrecisionDecentralizedAlgorithm(
+            hierarchical=False))
+    with warnings.catch_warnings(record=True) as after:
+        warnings.simplefilter("always")
+        net.load_state_dict(model(seed=7).state_dict())
+    said = lambda caught: any("load_state_dict after with_bagua" in str(w.message)
+                              for w in caught)
+    out.update(warned_before=said(before), warned_after=said(after))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--case", required=True)

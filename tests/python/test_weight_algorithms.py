@@ -38,6 +38,12 @@ def test_low_precision_decentralized_with_two_optimizers_matches_the_reference(o
         assert r["max_weight_diff"] == 0.0, r["max_weight_diff"]
 
 
+def test_low_precision_decentralized_warns_of_a_checkpoint_loaded_after_wrapping(outdir):
+    for r in load_ranks(job(outdir, "algo_job.py", 2, "lpd_load_after_wrapping"), 2):
+        assert not r["warned_before"], r
+        assert r["warned_after"], r
+
+
 def test_async_abort_leaves_identical_weights(outdir):
     for r in load_ranks(job(outdir, "async_job.py", 3, "identical"), 3):
         assert r["identical"], "ranks differ after abort()"

@@ -87,6 +87,7 @@ class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
         self._step_seen = -1
         self._stepped = set()
         self._warned_partial = False
+        self._load_hook_installed = False
 
     def init_tensors(self, bagua_ddp):
         params = bagua_ddp.bagua_build_params()
@@ -105,6 +106,15 @@ class LowPrecisionDecentralizedAlgorithmImpl(NativeAlgorithmImpl):
         bagua_ddp._sync_stream()
         backend.mark_all_ready()
         backend.wait_pending_comm_ops()
+        if not self._load_hook_installed:
+            self._load_hook_installed = True
+            bagua_ddp._hooks.append(bagua_ddp.module.register_load_state_dict_post_hook(
+                lambda module, keys: warnings.warn(
+                    "low_precision_decentralized: load_state_dict after with_bagua: the "
+                    "replicas of the weights (this rank's and its neighbours') still hold "
+                    "the weights of with_bagua, so the first exchange moves the loaded "
+                    "weights by up to 1/510 of how far they jumped, for good; load a "
+                    "checkpoint before with_bagua (as the original Bagua required)")))
         return backend
 
     def init_backward_hook(self, bagua_ddp):
