@@ -20,4 +20,4 @@ from .communication import (ReduceOp, allgather, allgather_inplace, allreduce,  
 from .env import (get_default_bucket_size, get_local_rank, get_local_size,  # noqa: F401
                   get_master_addr, get_node_rank, get_rank, get_world_size)
 from .tensor import BaguaTensor  # noqa: F401
-from . import algorithms, communication, contrib, data_parallel  # noqa: F401,E402
+from . import algorithms, checkpoint, communication, contrib, data_parallel  # noqa: F401,E402

@@ -50,9 +50,14 @@ TRACKER = "latest_checkpointed_iteration.txt"
 
 
 def _module(model):
-    """The user's module under a DDP-style wrapper (keys without "module.")."""
+    """The user's module under a DDP wrapper, Bagua's or torch's (keys
+    without "module."); any other module as it is (a child that happens to
+    be called `module` is one of its children, not a wrapped model)."""
+    from .data_parallel import DistributedDataParallel
+
+    wrappers = (DistributedDataParallel, torch.nn.parallel.DistributedDataParallel)
     inner = getattr(model, "module", None)
-    return inner if isinstance(inner, torch.nn.Module) else model
+    return inner if isinstance(model, wrappers) and isinstance(inner, torch.nn.Module) else model
 
 
 def _rank():

@@ -37,7 +37,16 @@ from ..process_group import BaguaCommunicator, register_engine
 from . import autotune as autotuning
 
 _logger = logging.getLogger("bagua")
-_instances = itertools.count()
+# Engines per set of ranks: each engine's communicator is named by its
+# ordinal among the engines of the same ranks, so ranks that belong to
+# several overlapping groups agree on every name.
+_instances = {}
+
+
+def _next_instance(ranks):
+    key = tuple(ranks)
+    _instances[key] = _instances.get(key, -1) + 1
+    return _instances[key]
 
 
 def _to_cpu(obj):
@@ -86,7 +95,8 @@ class BaguaDistributedDataParallel:
         self.communication_count = 0  # backward passes that communicated
         self.device = self._single_device()
         self._check_world_size()
-        self.comm = BaguaCommunicator(process_group, f"ddp{next(_instances)}", process_group.ranks)
+        self.comm = BaguaCommunicator(process_group, f"ddp{_next_instance(process_group.ranks)}",
+                                      process_group.ranks)
         if self.comm.rank() < 0:
             raise ValueError(f"bagua: this process is not in {process_group!r}")
         self.bagua_algorithm = algorithm.reify(process_group)
@@ -96,6 +106,11 @@ class BaguaDistributedDataParallel:
         self._generation = 0  # bucket builds so far (names the Reducer's store keys)
         self._comms = {}  # more communicators of this engine (native_backend.hierarchy_of)
         self._params = dict(self.bagua_build_params())
+        self._check_dense()
+        # What the runtime registered of each parameter: a model changed
+        # after wrapping (.double(), .to(other device)) is refused at its
+        # next gradient instead of reduced wrongly (pointers and sizes stay).
+        self._registered = {name: self._shape_of(p) for name, p in self._params.items()}
         start_hierarchical = self._start_hierarchical(autotune_options)
         autotuning.check_supported(self, autotune_options)
         self._broadcast_state()
@@ -108,12 +123,21 @@ class BaguaDistributedDataParallel:
         register_engine(self)
 
     # -- what the algorithms read ---------------------------------------------
+    def _ignored(self):
+        """Names of the parameters and buffers the user keeps local
+        (`_bagua_params_and_buffers_to_ignore`, or DDP's
+        `_ddp_params_and_buffers_to_ignore`): neither reduced nor broadcast."""
+        return set(getattr(self.module, "_bagua_params_and_buffers_to_ignore", ())) | \
+            set(getattr(self.module, "_ddp_params_and_buffers_to_ignore", ()))
+
+    def _synced_buffers(self):
+        ignore = self._ignored()
+        return [b for name, b in self.module.named_buffers() if name not in ignore]
+
     def bagua_build_params(self):
         """(name, parameter) of every parameter that requires a gradient and
-        is not ignored (`_bagua_params_and_buffers_to_ignore`, or DDP's
-        `_ddp_params_and_buffers_to_ignore`), each parameter once."""
-        ignore = set(getattr(self.module, "_bagua_params_and_buffers_to_ignore", ())) | \
-            set(getattr(self.module, "_ddp_params_and_buffers_to_ignore", ()))
+        is not ignored (_ignored), each parameter once."""
+        ignore = self._ignored()
         seen, out = set(), []
         for name, param in self.module.named_parameters():
             if param.requires_grad and name not in ignore and id(param) not in seen:
@@ -159,6 +183,22 @@ class BaguaDistributedDataParallel:
                              f"{sorted(map(str, devices))}; one device per process")
         return next(iter(devices), torch.device("cpu"))
 
+    @staticmethod
+    def _shape_of(param):
+        return param.dtype, param.device, param.numel()
+
+    def _check_dense(self):
+        """Sparse gradients (nn.Embedding or EmbeddingBag with sparse=True)
+        cannot be bucketed: refused here, not mid-backward."""
+        trained = {id(p) for p in self._params.values()}
+        for name, m in self.module.named_modules():
+            if getattr(m, "sparse", False) and isinstance(
+                    m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and id(m.weight) in trained:
+                raise ValueError(f"bagua: {name or type(m).__name__} has sparse=True, whose "
+                                 "gradients are sparse; Bagua reduces dense gradients only (use "
+                                 "sparse=False, or list its weight in "
+                                 "_bagua_params_and_buffers_to_ignore)")
+
     def _check_world_size(self):
         declared = os.environ.get("WORLD_SIZE")
         world = torch.distributed.get_world_size()
@@ -182,9 +222,12 @@ class BaguaDistributedDataParallel:
         """Parameters, buffers and optimizer state from rank 0."""
         if self.world_size == 1:
             return
+        ignore = self._ignored()
         with torch.no_grad():
-            for t in itertools.chain(self.module.parameters(), self.module.buffers()):
-                self._broadcast_tensor(t)
+            for name, t in itertools.chain(self.module.named_parameters(),
+                                           self.module.named_buffers()):
+                if name not in ignore:
+                    self._broadcast_tensor(t)
         for optimizer in self.bagua_optimizers:
             state = broadcast_object(_to_cpu(optimizer.state_dict()) if self.rank == 0 else None,
                                      0, self.process_group.get_global_communicator())
@@ -294,12 +337,15 @@ class BaguaDistributedDataParallel:
 
     # -- hooks ----------------------------------------------------------------------
     def _on_forward(self, module, inputs):
-        if self.broadcast_buffers and self.world_size > 1:
-            with torch.no_grad():
-                for b in self.module.buffers():
-                    self._broadcast_tensor(b)
         if not module.training:
             return
+        # Buffers in forwards that train only (DDP's rule): an evaluation
+        # that one rank runs alone (`if rank == 0: evaluate(model)`, in eval
+        # mode or under no_grad) must not wait for the others in a broadcast.
+        if self.broadcast_buffers and self.world_size > 1 and torch.is_grad_enabled():
+            with torch.no_grad():
+                for b in self._synced_buffers():
+                    self._broadcast_tensor(b)
         if self.bagua_algorithm.need_reset():
             self._reset()
         self.bagua_train_step_counter += 1
@@ -309,6 +355,11 @@ class BaguaDistributedDataParallel:
     def _on_gradient(self, name, param):
         if not self.require_backward_grad_sync or self._bagua_backend is None:
             return
+        if self._shape_of(param) != self._registered[name]:
+            was, now = self._registered[name], self._shape_of(param)
+            raise RuntimeError(f"bagua: parameter {name} changed after with_bagua (dtype, device, "
+                               f"elements: {was[0]}, {was[1]}, {was[2]} -> {now[0]}, {now[1]}, "
+                               f"{now[2]}); convert or move the model before wrapping it")
         self._sync_stream()
         self._marked.add(name)
         self._backward_hook(name, param)
@@ -327,10 +378,10 @@ class BaguaDistributedDataParallel:
                 "as zero")
         for name in missing:
             param = self._params[name]
+            # A gradient from an earlier backward of this step, or accumulated
+            # under no_sync(), is kept and reduced as it is (as DDP does).
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
-            else:
-                param.grad.zero_()
             self._sync_stream()
             self._backward_hook(name, param)
         self._post_backward_hook()
