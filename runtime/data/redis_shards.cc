@@ -209,6 +209,7 @@ void checkReply(const redisReply* r, const RedisServer& server, std::string_view
 }  // namespace
 
 RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
+  std::lock_guard<std::mutex> lock(mutex_);
   Commands commands(servers_.size());
   std::vector<std::vector<size_t>> order(servers_.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -249,6 +250,7 @@ RedisValues RedisShards::getMany(const std::vector<std::string_view>& keys) {
 }
 
 void RedisShards::setMany(const std::vector<std::pair<std::string_view, std::string_view>>& items) {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::vector<std::string_view>> commands(servers_.size());
   for (const auto& [key, value] : items) {
     size_t s = serverOf(key);
@@ -261,6 +263,7 @@ void RedisShards::setMany(const std::vector<std::pair<std::string_view, std::str
 }
 
 std::vector<std::string> RedisShards::info(std::string_view section) {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> out(servers_.size());
   exchange(Commands(servers_.size(), {"INFO", section}), [&](size_t s) {
     auto reply = connections_[s]->readReply();
@@ -271,6 +274,7 @@ std::vector<std::string> RedisShards::info(std::string_view section) {
 }
 
 std::vector<int64_t> RedisShards::keyCounts() {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int64_t> out(servers_.size());
   exchange(Commands(servers_.size(), {"DBSIZE"}), [&](size_t s) {
     auto reply = connections_[s]->readReply();

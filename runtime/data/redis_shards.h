@@ -5,10 +5,11 @@
 // a batch costs one round trip whatever the number of keys and servers.
 //
 // Connections are made in the constructor (AUTH, then PING); a connection
-// that fails later is closed and remade by the next call. Not thread-safe:
-// one RedisShards per thread or process (the Python layer makes one per
-// process, DataLoader workers included). The process must ignore SIGPIPE
-// (Python does), as hiredis writes with write(2).
+// that fails later is closed and remade by the next call. Thread-safe: calls
+// take turns on the connections (the Python layer makes one per process,
+// DataLoader workers included, and releases the GIL around them, so threads
+// of one process share it). The process must ignore SIGPIPE (Python does),
+// as hiredis writes with write(2).
 //
 // Built without hiredis (meson -Dredis=disabled, or libhiredis-dev absent),
 // the constructor throws NotAvailable saying how to get it.
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,8 +94,9 @@ class RedisShards {
   std::vector<RedisServer> servers_;
   std::string password_;
   std::chrono::milliseconds timeout_;
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::shared_ptr<ValuePool> pool_;  // buffers of fetched values, reused
+  std::mutex mutex_;  // held by each public call: one exchange at a time
+  std::vector<std::unique_ptr<Connection>> connections_;  // (mutex_)
+  std::shared_ptr<ValuePool> pool_;  // buffers of fetched values, reused (mutex_)
 };
 
 }  // namespace bagua

@@ -153,6 +153,29 @@ def test_values_round_trip_bit_exactly(backend, loaders):
     assert stats["store_errors"] == 0 and stats["fallbacks"] == 0
 
 
+def test_threads_sharing_a_redis_loader_each_get_their_own_values(loaders):
+    """One CacheLoader per process, used from a thread pool (its calls
+    release the GIL): every value is the key's own (threads on the one
+    connection read each other's replies: wrong tensors, then a heap
+    corruption, before the calls took turns)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache = loaders(backend="redis", dataset_name="threads", capacity_per_node=1 << 28)
+    def load(k):
+        return torch.full((100 + k,), float(k))
+    for k in range(200):
+        cache.get(k, load)
+
+    def right(k):
+        value = cache.get(k, load)
+        return value.numel() == 100 + k and float(value[0]) == k
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(right, [i % 200 for i in range(4000)]))
+    assert results.count(False) == 0
+    assert cache.stats()["store_errors"] == 0
+
+
 def test_tensors_are_stored_without_pickle():
     record, pickled = cache_codec.encode((torch.ones(3, dtype=torch.bfloat16), 7, "x"))
     assert not pickled and b"pickle" not in record and record.startswith(cache_codec.MAGIC)
@@ -175,6 +198,44 @@ def test_redis_evicts_under_a_small_maxmemory(loaders):
     for k in range(n):  # evicted or not, every value is right
         assert torch.equal(loader.get(k, value), value(k))
     assert stats["store_errors"] == 0
+
+
+@needs_redis
+def test_a_full_redis_still_serves_what_it_holds(loaders):
+    """A user's Redis under maxmemory with noeviction refuses writes (OOM)
+    once full: the loader stops writing but keeps reading the entries it
+    stored (a failed write used to stop reads for the retry interval too,
+    so a full store gave no hits at all)."""
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--maxmemory", "2mb",
+                               "--maxmemory-policy", "noeviction"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loader = loaders("redis", hosts=[{"host": "127.0.0.1", "port": port}],
+                             dataset_name="full", writer_buffer_size=1)
+            def value(k):
+                return torch.full((10_000,), float(k))
+            for epoch in range(2):
+                for k in range(60):  # 2.4 MB of values through 2 MB
+                    assert torch.equal(loader.get(k, value), value(k))
+        stats = loader.stats()
+        assert stats["store_errors"] > 0, stats  # it did fill up
+        assert stats["hits"] >= 20, stats  # the second epoch read what was stored
+        assert any("new values are not stored" in str(w.message) for w in caught)
+        loader.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def test_memory_backend_evicts_and_refuses_oversized_values(loaders):

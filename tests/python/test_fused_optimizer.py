@@ -303,3 +303,18 @@ def test_memory_format_kept_and_aliased_parameters_left_alone():
     assert all(p.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
                for p in views)
     assert all(plan.unfused for plan in opt._bagua_fused.plans)
+
+
+def test_zero_grad_without_set_to_none_after_the_model_changed_dtype():
+    """step() lays the parameters out again after model.to(float64); so must
+    zero_grad(set_to_none=False) (it raised the layout's internal Rebuild)."""
+    model = torch.nn.Linear(4, 3)
+    opt = fuse_optimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    model.to(torch.float64)
+    opt.zero_grad(set_to_none=False)
+    assert all(p.grad is None or not p.grad.any() for p in model.parameters())
+    model(torch.randn(2, 4, dtype=torch.float64)).sum().backward()
+    opt.step()
+    assert model.weight.dtype == torch.float64

@@ -179,17 +179,30 @@ def test_batch_fn_batches_are_padded_to_equal_counts():
     assert len(dropped[0]) <= len(ranks[0])
 
 
+def test_negative_complexities_order_the_samples_as_the_originals_did():
+    """complexity_fn=lambda x: -len(x) (longest first) was accepted by the
+    original: the ranks still split every sample exactly once."""
+    seen = []
+    for rank in range(2):
+        s = LoadBalancingDistributedSampler(Sized(6), lambda sample: -sample["length"],
+                                            num_replicas=2, rank=rank, shuffle=False)
+        seen += list(s)
+    assert sorted(seen) == list(range(6))
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="lengths has 10 entries, the dataset 12"):
         LoadBalancingDistributedSampler(Sized(12), lengths=[1] * 10, num_replicas=2, rank=0)
-    with pytest.raises(ValueError, match="complexity of sample 3 is -2"):
-        LoadBalancingDistributedSampler(Sized(5), lengths=[1, 2, 3, -2, 5], num_replicas=2,
-                                        rank=0)
     with pytest.raises(ValueError, match="complexity of sample 1 is nan"):
         LoadBalancingDistributedSampler(Sized(3), lengths=[1, float("nan"), 2], num_replicas=2,
                                         rank=0)
-    with pytest.raises(ValueError, match="complexity of sample 0 is -1"):
-        LoadBalancingDistributedSampler(Sized(3), lambda s: -1, num_replicas=2, rank=0)
+    with pytest.raises(ValueError, match="complexity of sample 2 is inf"):
+        LoadBalancingDistributedSampler(Sized(3), lengths=[1, 2, float("inf")], num_replicas=2,
+                                        rank=0)
+    negative = LoadBalancingDistributedSampler(Sized(5), lengths=[1, 2, 3, -2, 5],
+                                               num_replicas=2, rank=0)
+    with pytest.raises(ValueError, match="max_tokens needs complexities >= 0; sample 3's is -2"):
+        LoadBalancingDistributedBatchSampler(negative, max_tokens=100)
     with pytest.raises(ValueError, match="not both"):
         LoadBalancingDistributedSampler(Sized(3), len, num_replicas=2, rank=0, lengths=[1, 2, 3])
     with pytest.raises(ValueError, match="Invalid rank 2"):

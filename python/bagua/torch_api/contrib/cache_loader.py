@@ -83,7 +83,8 @@ class CacheLoader:
         """What each process keeps for itself: its write buffer and retry time."""
         self._pid = os.getpid()
         self._pending = {}
-        self._retry_at = 0.0
+        self._retry_at = 0.0  # the store failed: neither read nor written until then
+        self._write_retry_at = 0.0  # a write failed (a full store): not written until then
         self._finalizer = None
         self._closing = False
 
@@ -180,30 +181,38 @@ class CacheLoader:
         self._flush_items(items)
 
     def _flush_items(self, items):
-        if not self._usable():
+        if not self._usable() or time.monotonic() < self._write_retry_at:
             self._count("dropped_writes", len(items))
             return
         try:
             self.store.set_many(items)
             self._count("writes", len(items))
         except Exception as e:
-            self._store_failed(e)
+            # A full store (Redis OOM under noeviction) still serves what it
+            # holds: only writing pauses. A dead one fails the next read too.
+            self._store_failed(e, writing=True)
             self._count("dropped_writes", len(items))
 
-    def _store_failed(self, error, retry=True):
+    def _store_failed(self, error, retry=True, writing=False):
         self._count("store_errors")
         if retry:
-            self._retry_at = time.monotonic() + self._retry_interval_s
+            until = time.monotonic() + self._retry_interval_s
+            if writing:
+                self._write_retry_at = until
+            else:
+                self._retry_at = until
             self._count("dropped_writes", len(self._pending))
             self._pending.clear()
         if self._closing:  # at exit another rank may have stopped the server first
             return
         if self._count("warned") == 0:  # once for the loader and all its workers
+            what = ("new values are not stored (what it holds is still read)" if writing else
+                    "values come from the source dataset instead")
             warnings.warn(
                 f"bagua cache ({self.backend}, dataset_name={self.dataset_name!r}): the store "
-                f"failed ({type(error).__name__}: {error}); values come from the source dataset "
-                f"instead (retrying the store every {self._retry_interval_s:g} s). "
-                "cache.stats() counts store_errors and fallbacks.",
+                f"failed ({type(error).__name__}: {error}); {what} (retrying the store every "
+                f"{self._retry_interval_s:g} s). cache.stats() counts store_errors and "
+                "fallbacks.",
                 RuntimeWarning, stacklevel=4)
 
     def stats(self):

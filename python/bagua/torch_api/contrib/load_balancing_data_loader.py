@@ -52,11 +52,13 @@ def _checked_complexities(values, size, source):
     if array.ndim != 1 or len(array) != size:
         raise ValueError(f"{source} has {array.shape[0] if array.ndim == 1 else array.shape} "
                          f"entries, the dataset {size}: one complexity per sample is needed")
-    bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
+    # Any finite numbers order the samples (the original accepted e.g.
+    # -len(x)); max_tokens batching needs them >= 0 and checks that itself.
+    bad = np.flatnonzero(~np.isfinite(array))
     if len(bad):
         i = int(bad[0])
         raise ValueError(f"{source}: complexity of sample {i} is {values[i]!r}; complexities "
-                         f"must be finite and >= 0 ({len(bad)} bad in all)")
+                         f"must be finite ({len(bad)} bad in all)")
     if np.all(array == np.floor(array)) and array.max(initial=0) < 2**62:
         return array.astype(np.int64)
     return array
@@ -240,6 +242,11 @@ class LoadBalancingDistributedBatchSampler(_Resumable, Sampler):
             if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, float)) or \
                     max_tokens <= 0:
                 raise ValueError(f"max_tokens must be a positive number, got {max_tokens!r}")
+            negative = np.flatnonzero(sampler.complexities < 0)
+            if len(negative):
+                i = int(negative[0])
+                raise ValueError(f"max_tokens needs complexities >= 0; sample {i}'s is "
+                                 f"{sampler.complexities[i]} ({len(negative)} negative in all)")
             too_long = np.flatnonzero(sampler.complexities > max_tokens)
             if len(too_long):
                 i = int(too_long[0])

@@ -343,6 +343,22 @@ def _zero_grad(optimizer, set_to_none):
     fused = optimizer._bagua_fused
     if set_to_none:
         return type(optimizer).zero_grad(optimizer, set_to_none=True)
+    try:
+        rest = _zero_flat_grads(optimizer, fused)
+    except Rebuild as e:  # the model changed (dtype, device, shape): as step() does
+        _logger.info("bagua fuse_optimizer: laying out again (%s)", e)
+        fused.layout()
+        rest = _zero_flat_grads(optimizer, fused)
+    if rest:
+        view = copy.copy(optimizer)
+        view.param_groups = rest
+        type(optimizer).zero_grad(view, set_to_none=False)
+
+
+def _zero_flat_grads(optimizer, fused):
+    """Zeroes the gradient buffers of the flat groups; returns the groups
+    left unfused, for torch's zero_grad. Raises Rebuild when the model
+    changed since the layout."""
     rest = []
     with torch.no_grad():
         for plan in fused._current_plans():
@@ -352,10 +368,7 @@ def _zero_grad(optimizer, set_to_none):
             for flat in plan.flats:
                 flat.check(optimizer.state)  # gradients that are not views go back in
                 flat.G.zero_()
-    if rest:
-        view = copy.copy(optimizer)
-        view.param_groups = rest
-        type(optimizer).zero_grad(view, set_to_none=False)
+    return rest
 
 
 def is_fused(optimizer):
