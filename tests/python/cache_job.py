@@ -5,6 +5,9 @@
       from the cache; writes each rank's counters and the Redis server's pid.
   crash: starts a Redis cache (no hosts), prints the server's and watchdog's
       pids, then SIGKILLs itself (no atexit, no destructor).
+  pairing OUT: as 2 ranks of one node, both datasets left unnamed: rank 0
+      makes an evaluation set's cache first (filled), then the training
+      set's; rank 1 only the training set's, and reads sample 0 of it.
 """
 import json
 import os
@@ -56,6 +59,33 @@ def share(out, backends):
     dist.destroy_process_group()
 
 
+class Tagged(torch.utils.data.Dataset):
+    def __init__(self, tag, n):
+        self.tag, self.n = tag, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return f"{self.tag}-{i}"
+
+
+def pairing(out):
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == 0:
+        evaluation = CachedDataset(Tagged("VAL", 3), backend="memory", writer_buffer_size=1,
+                                   capacity_per_node=16 << 20)
+        evaluation[0]
+    train = CachedDataset(Tagged("TRAIN", 4), backend="memory", writer_buffer_size=1,
+                          capacity_per_node=16 << 20)
+    dist.barrier()
+    with open(f"{out}.rank{rank}.json", "w") as f:
+        json.dump({"train0": train[0]}, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def crash():
     loader = CacheLoader(backend="redis", dataset_name="crash", capacity_per_node=16 << 20)
     loader.get(1, lambda k: torch.ones(3))
@@ -68,5 +98,7 @@ def crash():
 if __name__ == "__main__":
     if sys.argv[1] == "share":
         share(sys.argv[2], sys.argv[3].split(","))
+    elif sys.argv[1] == "pairing":
+        pairing(sys.argv[2])
     else:
         crash()

@@ -200,6 +200,27 @@ def test_redis_evicts_under_a_small_maxmemory(loaders):
     assert stats["store_errors"] == 0
 
 
+def test_a_dataset_cached_on_one_rank_only_does_not_shift_the_others(outdir):
+    """Both datasets unnamed; rank 0 alone caches an evaluation set first:
+    rank 1's training set must still meet rank 0's training set (it met the
+    evaluation set's cache and read "VAL-0" for sample 0)."""
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+                   LOCAL_WORLD_SIZE="2", GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "cache_job.py"), "pairing",
+             os.path.join(outdir, "pairing")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, out[-3000:]
+    assert [r["train0"] for r in load_ranks(os.path.join(outdir, "pairing"), 2)] == \
+        ["TRAIN-0", "TRAIN-0"]
+
+
 @needs_redis
 def test_a_full_redis_still_serves_what_it_holds(loaders):
     """A user's Redis under maxmemory with noeviction refuses writes (OOM)

@@ -7,6 +7,7 @@ CacheLoader's. Both survive being sent to DataLoader workers: forked workers
 inherit the shared memory, spawned ones attach it by path; a Redis
 connection is made per process.
 """
+import datetime
 import json
 import logging
 import os
@@ -94,6 +95,15 @@ def share_per_node(namespace, make, attach):
             raise
         store.set(key, json.dumps({"ok": published}))
         return handle
+    timeout_s = float(os.environ.get("BAGUA_TIMEOUT_S", 300))
+    try:
+        store.wait([key], datetime.timedelta(seconds=timeout_s))
+    except Exception as e:  # torch's stores raise their own error types on a timeout
+        raise TimeoutError(
+            f"bagua cache: local rank 0 of node {env.get_node_rank()} made no cache "
+            f"{namespace!r} within {timeout_s:g} s (BAGUA_TIMEOUT_S); every rank of a node must "
+            "make its CacheLoaders and CachedDatasets of one dataset_name in the same order, "
+            "local rank 0 included") from e
     got = json.loads(store.get(key))
     if "error" in got:
         raise RuntimeError(f"bagua cache: local rank 0 of node {env.get_node_rank()} could not "

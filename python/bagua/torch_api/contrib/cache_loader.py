@@ -65,9 +65,15 @@ class CacheLoader:
         self._prefix = f"{self.dataset_name}_"
         # Every rank makes its loaders in the same order: the n-th loader of
         # a name meets the n-th loader of the same name on the other ranks.
-        ordinal = _instances[(backend, self.dataset_name)] = \
-            _instances.get((backend, self.dataset_name), -1) + 1
-        namespace = f"bagua/cache/{backend}/{self.dataset_name}/{ordinal}"
+        # A CachedDataset adds its dataset's type and length, so that a
+        # loader only one rank makes (an evaluation set) shifts no other
+        # dataset's pairing, and a mismatch waits (and then fails, naming
+        # it) instead of reading another dataset's samples.
+        tag = kwargs.pop("_pairing_tag", "")
+        key = (backend, self.dataset_name, tag)
+        ordinal = _instances[key] = _instances.get(key, -1) + 1
+        namespace = f"bagua/cache/{backend}/{self.dataset_name}/{ordinal}" + \
+            (f"/{tag}" if tag else "")
         try:
             self.store = _BACKENDS[backend](namespace, **kwargs)
         except TypeError as e:

@@ -36,7 +36,12 @@ class CachedDataset(Dataset):
             >>> loader = torch.utils.data.DataLoader(dataset, batch_size=64, num_workers=4)
         """
         self.dataset = dataset
-        self.cache_loader = CacheLoader(backend, dataset_name, writer_buffer_size, **kwargs)
+        try:
+            tag = f"{type(dataset).__qualname__}:{len(dataset)}"
+        except TypeError:  # no len(): paired by name and order only
+            tag = ""
+        self.cache_loader = CacheLoader(backend, dataset_name, writer_buffer_size,
+                                        _pairing_tag=tag, **kwargs)
 
     def _load_many(self, indices):
         many = getattr(self.dataset, "__getitems__", None)
