@@ -318,3 +318,33 @@ def test_zero_grad_without_set_to_none_after_the_model_changed_dtype():
     model(torch.randn(2, 4, dtype=torch.float64)).sum().backward()
     opt.step()
     assert model.weight.dtype == torch.float64
+
+
+def test_parameters_sharing_a_storage_step_unfused_and_stay_aliased():
+    """p2 is p1's transpose (Parameter(p1.data.t())): fusing would move them
+    apart; both step unfused and stay one storage, as with plain SGD."""
+    torch.manual_seed(0)
+    w = torch.randn(4, 5)
+    pairs = []
+    for fused in (False, True):
+        p1 = torch.nn.Parameter(w.clone())
+        p2 = torch.nn.Parameter(p1.data.t())
+        opt = torch.optim.SGD([p1, p2], lr=0.1)
+        if fused:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                opt = fuse_optimizer(opt)
+                for _ in range(3):
+                    opt.zero_grad()
+                    ((p1 * 2).sum() + (p2 * 3).sum()).backward()
+                    opt.step()
+            assert any("shares its storage" in str(c.message) for c in caught)
+        else:
+            for _ in range(3):
+                opt.zero_grad()
+                ((p1 * 2).sum() + (p2 * 3).sum()).backward()
+                opt.step()
+        pairs.append((p1, p2))
+    (a1, a2), (b1, b2) = pairs
+    assert torch.equal(a1, b1) and torch.equal(a2, b2)
+    assert torch.equal(b1, b2.t()) and b1.data_ptr() == b2.data_ptr()

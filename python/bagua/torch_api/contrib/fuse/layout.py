@@ -119,10 +119,25 @@ def dense_strides(t):
     return t.stride()
 
 
-def check_own_storage(params):
+def shared_storages(groups):
+    """Addresses of the storages that more than one parameter of `groups`
+    lives in (a parameter made from another's `.data.t()`), fused buffers
+    aside."""
+    seen, shared = set(), set()
+    for group in groups:
+        for p in group["params"]:
+            storage = p.untyped_storage()
+            if p.numel() == 0 or is_fused_buffer(storage):
+                continue
+            (shared if storage.data_ptr() in seen else seen).add(storage.data_ptr())
+    return shared
+
+
+def check_own_storage(params, shared=frozenset()):
     """Refuses parameters that share their storage with other tensors (views
-    of a larger tensor, as FSDP's): moving them would break the aliasing.
-    Views of a fused optimizer's own parameter buffer are fine."""
+    of a larger tensor, as FSDP's, or another parameter's storage: `shared`,
+    from shared_storages): moving them would break the aliasing. Views of a
+    fused optimizer's own parameter buffer are fine."""
     for i, p in enumerate(params):
         storage = p.untyped_storage()
         if is_fused_buffer(storage):
@@ -131,6 +146,10 @@ def check_own_storage(params):
             raise Unfusable(f"parameter {i} (shape {tuple(p.shape)}) is a view into a storage "
                             f"of {storage.nbytes()} bytes shared with other tensors; moving it "
                             "would break that aliasing")
+        if storage.data_ptr() in shared:
+            raise Unfusable(f"parameter {i} (shape {tuple(p.shape)}) shares its storage with "
+                            "another parameter of the optimizer; moving one would break that "
+                            "aliasing")
 
 
 class FlatGroup:

@@ -27,7 +27,7 @@ import torch
 
 from . import native, pipeline
 from .classify import classify
-from .layout import FlatGroup, Rebuild, Unfusable, check_own_storage
+from .layout import FlatGroup, Rebuild, Unfusable, check_own_storage, shared_storages
 
 _logger = logging.getLogger("bagua")
 
@@ -116,9 +116,10 @@ class FusedState:
         for p in group["params"]:
             if p.numel() > 0:  # stepping no element is nothing to do
                 parts.setdefault((p.dtype, p.device), []).append(p)
+        shared = shared_storages(self.optimizer.param_groups)
         try:
             for (dtype, device), params in parts.items():
-                check_own_storage(params)
+                check_own_storage(params, shared)
                 why = self.spec.supports(group, dtype, device) if native_ok else "no kernel"
                 if self.kind == "per_tensor" and why is not None:
                     raise Unfusable(f"{type(self.optimizer).__name__} is not element-wise and "
