@@ -348,3 +348,39 @@ def test_parameters_sharing_a_storage_step_unfused_and_stay_aliased():
     (a1, a2), (b1, b2) = pairs
     assert torch.equal(a1, b1) and torch.equal(a2, b2)
     assert torch.equal(b1, b2.t()) and b1.data_ptr() == b2.data_ptr()
+
+
+class _CountingSgd(torch.optim.Optimizer):
+    """Element-wise, with a step count on the optimizer itself (as much
+    third-party code keeps), read by its own step."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+        self.global_step = 0
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        self.global_step += 1
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"] / self.global_step)
+
+
+def test_an_optimizers_own_attributes_are_its_own_when_fused():
+    """The generic path stepped a copy, which torch's __getstate__ leaves
+    without global_step (AttributeError)."""
+    results = []
+    for fused in (False, True):
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.randn(4)) for _ in range(2)]
+        opt = _CountingSgd([dict(params=params[:1]), dict(params=params[1:])])
+        if fused:
+            opt = fuse_optimizer(opt, elementwise=True)
+        for _ in range(5):
+            opt.zero_grad()
+            sum((p ** 2).sum() for p in params).backward()
+            opt.step()
+        assert opt.global_step == 5
+        results.append(params)
+    assert all(torch.equal(a, b) for a, b in zip(*results))

@@ -19,7 +19,7 @@ step (also reachable as fuse_step(), the original Bagua API):
   the step.
 """
 import collections
-import copy
+import contextlib
 import logging
 import warnings
 
@@ -88,7 +88,6 @@ class FusedState:
         self.plans = []
         self._stepped = set()
         self._step_fn = _unwrapped_step(type(optimizer))
-        self._inner = None
         if self.kind == "per_tensor" and not (self.spec is not None and self.spec.per_tensor):
             warnings.warn(f"bagua fuse_optimizer: {type(optimizer).__name__} steps per tensor, "
                           f"unfused ({self.reason})", stacklevel=3)
@@ -264,12 +263,9 @@ class FusedState:
     def _generic_step(self, pairs, grad_scale):
         if grad_scale is not None:
             torch._foreach_div_([run.param.grad for _, run in pairs], grad_scale)
-        if self._inner is None:
-            self._inner = copy.copy(self.optimizer)
-        inner = self._inner
-        inner.param_groups = [run.group for _, run in pairs]
-        inner.state = collections.defaultdict(dict, {run.param: run.state for _, run in pairs})
-        self._step_fn(inner)
+        state = collections.defaultdict(dict, {run.param: run.state for _, run in pairs})
+        with _stepping_over(self.optimizer, [run.group for _, run in pairs], state):
+            self._step_fn(self.optimizer)
         self.stats["generic_calls"] += 1
         for flat, run in pairs:
             flat.after_step(run, self.optimizer.state)
@@ -279,9 +275,24 @@ class FusedState:
             grads = [p.grad for g in groups for p in g["params"] if p.grad is not None]
             if grads:
                 torch._foreach_div_(grads, grad_scale)
-        view = copy.copy(self.optimizer)
-        view.param_groups = groups
-        self._step_fn(view)
+        with _stepping_over(self.optimizer, groups):
+            self._step_fn(self.optimizer)
+
+
+@contextlib.contextmanager
+def _stepping_over(optimizer, groups, state=None):
+    """The optimizer itself, with `groups` (and `state`) in place of its own
+    for one step: attributes it keeps beside them (a step count) stay its
+    own. A copy lost them (torch's __getstate__ keeps defaults, state and
+    param_groups only) and kept any change to itself."""
+    saved = optimizer.param_groups, optimizer.state
+    optimizer.param_groups = groups
+    if state is not None:
+        optimizer.state = state
+    try:
+        yield optimizer
+    finally:
+        optimizer.param_groups, optimizer.state = saved
 
 
 class _Retry(Exception):
@@ -351,9 +362,8 @@ def _zero_grad(optimizer, set_to_none):
         fused.layout()
         rest = _zero_flat_grads(optimizer, fused)
     if rest:
-        view = copy.copy(optimizer)
-        view.param_groups = rest
-        type(optimizer).zero_grad(view, set_to_none=False)
+        with _stepping_over(optimizer, rest):
+            type(optimizer).zero_grad(optimizer, set_to_none=False)
 
 
 def _zero_flat_grads(optimizer, fused):
