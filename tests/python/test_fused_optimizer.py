@@ -384,3 +384,46 @@ def test_an_optimizers_own_attributes_are_its_own_when_fused():
         assert opt.global_step == 5
         results.append(params)
     assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
+class _GroupClippedSgd(torch.optim.Optimizer):
+    """SGD that scales a group's gradients to a norm of at most 1: one flat
+    tensor and the group's tensors agree, the tensors alone do not."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            grads = [p.grad for p in group["params"] if p.grad is not None]
+            if not grads:
+                continue
+            norm = torch.sqrt(sum((g ** 2).sum() for g in grads))
+            scale = min(1.0, 1.0 / (float(norm) + 1e-12))
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"] * scale)
+
+
+def test_an_optimizer_coupling_a_groups_tensors_is_not_taken_for_element_wise():
+    """It passed the probe (one flat tensor equals one group of tensors), then
+    differed from unfused once a parameter had no gradient (fused runs step
+    as groups of their own)."""
+    results = []
+    for fused in (False, True):
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.randn(5) * 3) for _ in range(3)]
+        opt = _GroupClippedSgd(params)
+        if fused:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                opt = fuse_optimizer(opt)
+        for step in range(4):
+            opt.zero_grad()
+            # params[1] without a gradient cuts the fused runs in two
+            used = params if step % 2 == 0 else [params[0], params[2]]
+            sum((p ** 2).sum() for p in used).backward()
+            opt.step()
+        results.append(params)
+    assert all(torch.equal(a, b) for a, b in zip(*results))

@@ -58,15 +58,20 @@ def _constructor_kwargs(optimizer, group):
 def probe(optimizer, group, device):
     """(True, "") when the optimizer's step on one flat tensor equals its
     steps per tensor on random fp32 copies (group's hyperparameters, on
-    `device`), else (False, the reason)."""
+    `device`), and so do its steps with each tensor in a param group of its
+    own (a group-wide statistic, such as a clip of the group's gradient
+    norm, would pass the first test: fused runs step as groups of their
+    own), else (False, the reason)."""
     gen = torch.Generator().manual_seed(0)
     base = [torch.randn(s, generator=gen) * c for s, c in zip(_PROBE_SHAPES, _PROBE_SCALES)]
     per = [torch.nn.Parameter(b.clone().to(device)) for b in base]
+    alone = [torch.nn.Parameter(b.clone().to(device)) for b in base]
     flat = torch.nn.Parameter(torch.cat([b.reshape(-1) for b in base]).to(device))
     kwargs = _constructor_kwargs(optimizer, group)
     try:
         a = type(optimizer)(per, **kwargs)
         b = type(optimizer)([flat], **kwargs)
+        c = type(optimizer)([{"params": [p]} for p in alone], **kwargs)
     except Exception as e:  # noqa: BLE001 - any constructor failure means: cannot probe
         return False, (f"could not build a {type(optimizer).__name__} on probe tensors with the "
                        f"group's hyperparameters {sorted(kwargs)}: {e!r}")
@@ -74,11 +79,13 @@ def probe(optimizer, group, device):
         for _ in range(_PROBE_STEPS):
             grads = [torch.randn(s, generator=gen) * c
                      for s, c in zip(_PROBE_SHAPES, _PROBE_SCALES)]
-            for p, g in zip(per, grads):
+            for p, q, g in zip(per, alone, grads):
                 p.grad = g.to(device)
+                q.grad = g.to(device)
             flat.grad = torch.cat([g.reshape(-1) for g in grads]).to(device)
             a.step()
             b.step()
+            c.step()
     except Exception as e:  # noqa: BLE001 - a step that fails on copies is not element-wise
         return False, f"its step failed on the probe tensors: {e!r}"
     got = flat.detach().cpu().split([p.numel() for p in per])
@@ -91,6 +98,13 @@ def probe(optimizer, group, device):
     if err > PROBE_TOLERANCE:
         return False, (f"one flat tensor and separate tensors differ by {err:.3g} (relative) "
                        f"after {_PROBE_STEPS} steps: it is not element-wise")
+    apart = [p.detach().reshape(-1).cpu() for p in alone]
+    err = max(((g - w).abs().max() / w.abs().max().clamp_min(1e-30)).item()
+              for g, w in zip(apart, want))
+    if err > PROBE_TOLERANCE:
+        return False, (f"tensors in one param group and in groups of their own differ by "
+                       f"{err:.3g} (relative) after {_PROBE_STEPS} steps: it couples the "
+                       "tensors of a group")
     return True, ""
 
 
