@@ -199,3 +199,21 @@ def test_contrib_has_every_tool_at_its_original_path():
     assert callable(bagua.contrib.fuse_optimizer)
     with pytest.raises(AttributeError):
         bagua.contrib.NoSuchTool
+
+
+def test_a_release_checkpoint_of_the_original_layout_loads(tmp_path):
+    """The original's tracker may say "release" (a released model, in
+    release/): it loads, as iteration 0 (it was refused as not a number)."""
+    import torch
+
+    from bagua.torch_api import checkpoint
+
+    torch.manual_seed(1)
+    saved = torch.nn.Linear(3, 2)
+    checkpoint.save_checkpoint(5, str(tmp_path), saved)
+    os.rename(tmp_path / "iter_0000005", tmp_path / "release")
+    (tmp_path / checkpoint.TRACKER).write_text("release\n")
+    torch.manual_seed(2)
+    fresh = torch.nn.Linear(3, 2)
+    assert checkpoint.load_checkpoint(str(tmp_path), fresh) == 0
+    assert torch.equal(fresh.weight, saved.weight) and torch.equal(fresh.bias, saved.bias)

@@ -70,24 +70,34 @@ def _optimizers(optimizer):
     return list(optimizer) if isinstance(optimizer, (list, tuple)) else [optimizer]
 
 
-def checkpoint_path(checkpoints_path, iteration):
-    """Where iteration `iteration` is (the original's layout)."""
-    return os.path.join(checkpoints_path, f"iter_{int(iteration):07d}",
-                        "mp_rank_00_model_states.pt")
+def checkpoint_path(checkpoints_path, iteration, release=False):
+    """Where iteration `iteration` is (the original's layout; a release
+    checkpoint lives in "release/")."""
+    directory = "release" if release else f"iter_{int(iteration):07d}"
+    return os.path.join(checkpoints_path, directory, "mp_rank_00_model_states.pt")
+
+
+def _tracked(checkpoints_path):
+    """(iteration, release) as the tracker says: (0, False) without one, (0,
+    True) for "release" (the original's name for a released model)."""
+    tracker = os.path.join(checkpoints_path, TRACKER)
+    if not os.path.isfile(tracker):
+        return 0, False
+    with open(tracker) as f:
+        text = f.read().strip()
+    if text == "release":
+        return 0, True
+    try:
+        return int(text), False
+    except ValueError:
+        raise ValueError(f"bagua.checkpoint: {tracker} holds {text!r}, not an iteration "
+                         "number or \"release\"") from None
 
 
 def latest_iteration(checkpoints_path):
-    """The iteration the tracker names, or 0 when there is no checkpoint."""
-    tracker = os.path.join(checkpoints_path, TRACKER)
-    if not os.path.isfile(tracker):
-        return 0
-    with open(tracker) as f:
-        text = f.read().strip()
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"bagua.checkpoint: {tracker} holds {text!r}, not an iteration "
-                         "number") from None
+    """The iteration the tracker names, or 0 when there is no checkpoint
+    (or it is a release checkpoint)."""
+    return _tracked(checkpoints_path)[0]
 
 
 def _atomic_write(path, write):
@@ -165,18 +175,18 @@ def load_checkpoint(checkpoints_path, model, optimizer=None, lr_scheduler=None, 
     optimizer, scheduler); returns its iteration, or 0 (nothing loaded)
     when there is none. With strict (the default) a checkpoint of another
     model is a ValueError naming the first difference."""
-    iteration = latest_iteration(checkpoints_path)
+    iteration, release = _tracked(checkpoints_path)
     if dist.is_initialized() and dist.get_world_size() > 1:
         seen = [None] * dist.get_world_size()
-        dist.all_gather_object(seen, iteration)
+        dist.all_gather_object(seen, (iteration, release))
         if len(set(seen)) > 1:
             raise RuntimeError(
                 f"bagua.checkpoint: the ranks see different newest checkpoints in "
                 f"{checkpoints_path} (iterations {seen}, by rank): it must be shared by every "
                 "node")
-    if iteration == 0 and not os.path.isfile(checkpoint_path(checkpoints_path, 0)):
+    path = checkpoint_path(checkpoints_path, iteration, release)
+    if iteration == 0 and not os.path.isfile(path):
         return 0
-    path = checkpoint_path(checkpoints_path, iteration)
     state = torch.load(path, map_location=map_location, weights_only=False)
     module = _module(model)
     if strict:
@@ -193,4 +203,4 @@ def load_checkpoint(checkpoints_path, model, optimizer=None, lr_scheduler=None, 
             opt.load_state_dict(opt_state)
     if lr_scheduler is not None:
         lr_scheduler.load_state_dict(state["lr_scheduler"])
-    return state["iteration"]
+    return 0 if release else state["iteration"]
