@@ -139,6 +139,17 @@ def run_all(check, rank, n):
         bagua.scatter_inplace(si, 4, src=0)
         check.expect(f"scatter_inplace {dtype}", si[4 * rank:4 * rank + 4],
                      root_source[4 * rank:4 * rank + 4])
+        # The original's rule: ranks other than the root pass their block alone.
+        gin = x.clone() if rank != 0 else torch.zeros(4 * n, dtype=dtype)
+        if rank == 0:
+            gin[:4] = x
+        bagua.gather_inplace(gin, 4, dst=0)
+        if rank == 0:
+            check.expect(f"gather_inplace, blocks alone {dtype}", gin, torch.cat(all_x))
+        si = source.clone() if rank == 0 else torch.zeros(4, dtype=dtype)
+        bagua.scatter_inplace(si, 4, src=0)
+        check.expect(f"scatter_inplace, blocks alone {dtype}",
+                     si[:4] if rank == 0 else si, root_source[4 * rank:4 * rank + 4])
         all_source = everyone(source)
         a2a = torch.zeros_like(source)
         bagua.alltoall(source, a2a)

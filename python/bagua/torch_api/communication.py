@@ -161,13 +161,19 @@ def _rooted(primitive, send_tensor, recv_tensor, root, comm, whole_name):
               _bytes(block), root)
 
 
-def _inplace_blocks(primitive, tensor, count, comm):
-    """The communicator of an in-place gather or scatter over `tensor`, which
-    holds one block of `count` elements per rank (None: not a member)."""
+def _inplace_blocks(primitive, tensor, count, comm, root):
+    """(communicator, this rank's block) of an in-place gather or scatter over
+    `tensor`: on the root one block of `count` elements per rank, its own at
+    its rank; elsewhere that too, or the block alone (`count` elements, the
+    original's rule for ranks other than the root). (None, None): not a
+    member."""
     c = _communicator(comm)
-    if c is not None:
-        _need_blocks(primitive, tensor, "tensor", c.nranks(), count)
-    return c
+    if c is None:
+        return None, None
+    if c.rank() != root and tensor.numel() == count:
+        return c, tensor.view(-1)
+    _need_blocks(primitive, tensor, "tensor", c.nranks(), count)
+    return c, _chunk(tensor, c.rank(), count)
 
 
 def gather(send_tensor, recv_tensor, dst, comm=None):
@@ -176,10 +182,11 @@ def gather(send_tensor, recv_tensor, dst, comm=None):
 
 
 def gather_inplace(tensor, count, dst, comm=None):
-    """On `dst`, chunk r (of `count` elements) of `tensor` comes from rank r."""
-    c = _inplace_blocks("gather_inplace", tensor, count, comm)
+    """On `dst`, chunk r (of `count` elements) of `tensor` comes from rank r:
+    its chunk r of `tensor`, or its whole `tensor` of `count` elements."""
+    c, block = _inplace_blocks("gather_inplace", tensor, count, comm, dst)
     if c is not None:
-        gather(_chunk(tensor, c.rank(), count).clone(), tensor, dst, c)
+        gather(block.clone(), tensor, dst, c)
 
 
 def scatter(send_tensor, recv_tensor, src, comm=None):
@@ -188,11 +195,12 @@ def scatter(send_tensor, recv_tensor, src, comm=None):
 
 
 def scatter_inplace(tensor, count, src, comm=None):
-    """Chunk r (of `count` elements) of `tensor` <- chunk r of rank `src`'s."""
-    c = _inplace_blocks("scatter_inplace", tensor, count, comm)
+    """Chunk r (of `count` elements) of `tensor` <- chunk r of rank `src`'s;
+    a rank other than `src` may pass just its chunk (`count` elements)."""
+    c, block = _inplace_blocks("scatter_inplace", tensor, count, comm, src)
     if c is not None:
         source = tensor.clone() if c.rank() == src else tensor
-        scatter(source, _chunk(tensor, c.rank(), count), src, c)
+        scatter(source, block, src, c)
 
 
 def reduce_scatter(send_tensor, recv_tensor, op=ReduceOp.SUM, comm=None):
