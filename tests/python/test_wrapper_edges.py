@@ -1,6 +1,6 @@
 """with_bagua's edge cases (wrapper_job.py): gradients of unused parameters,
 evaluation on one rank, ignored state, checkpoints of a model with a child
-called `module`, refused models, overlapping groups."""
+called `module`, refused models, overlapping groups, wrapping twice."""
 import os
 
 from conftest import load_ranks, run_ranks
@@ -47,6 +47,15 @@ def test_sparse_embeddings_and_models_converted_after_wrapping_are_refused(outdi
         assert "sparse=True" in r["sparse"], r
         assert "changed after with_bagua" in r["converted"], r
         assert "torch.float32" in r["converted"] and "torch.float64" in r["converted"], r
+
+
+def test_wrapping_a_module_again_replaces_its_engine(outdir):
+    """The first DistributedDataParallel's engine was left with its hooks,
+    communicating every step beside the second's."""
+    for r in job(outdir, "rewrapped"):
+        assert r["first_closed"] and r["second_closed"], r
+        assert r["forward_hooks"] == 1, r
+        assert (r["first_count"], r["second_count"]) == (0, 1), r
 
 
 def test_models_on_overlapping_groups_agree_on_their_engines(outdir):

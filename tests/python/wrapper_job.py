@@ -15,6 +15,8 @@ refused         sparse embeddings are refused at wrapping; a model converted
                 after wrapping fails its backward naming the parameter.
 overlapping     two groups sharing rank 1 ({0,1}, {1,2}), a model wrapped on
                 each: every rank agrees on the engines' names and trains.
+rewrapped       a module wrapped twice by DistributedDataParallel, then by
+                with_bagua: each wrapping closes the engine before it.
 """
 import argparse
 import json
@@ -127,6 +129,22 @@ def case_refused(rank, out):
         out["converted"] = "accepted"
     except RuntimeError as e:
         out["converted"] = str(e)
+
+
+def case_rewrapped(rank, out):
+    from bagua.torch_api.data_parallel import DistributedDataParallel
+
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    first = DistributedDataParallel(model, optimizers=[opt], algorithm=algorithm())
+    second = DistributedDataParallel(model, optimizers=[opt], algorithm=algorithm())
+    second(torch.ones(1, 2)).sum().backward()
+    out.update(first_closed=first.inner._bagua_backend is None,
+               forward_hooks=len(model._forward_pre_hooks),
+               first_count=first.inner.communication_count,
+               second_count=second.inner.communication_count)
+    model.with_bagua([opt], algorithm())  # and with_bagua replaces a wrapper's engine
+    out["second_closed"] = second.inner._bagua_backend is None
 
 
 def case_overlapping(rank, out):

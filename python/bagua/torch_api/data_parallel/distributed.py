@@ -75,6 +75,11 @@ class DistributedDataParallel(torch.nn.Module):
         self.dim = dim
         if not hasattr(module, "_bagua_module_name"):
             module._bagua_module_name = f"{type(module).__name__}_{id(module)}"
+        # One engine per module: a second wrapper (or with_bagua) replaces the
+        # first, whose hooks would otherwise go on communicating.
+        previous = module.__dict__.get("bagua_ddp")
+        if previous is not None:
+            previous.close()
         self.inner = BaguaDistributedDataParallel(
             module, list(optimizers), make_algorithm(algorithm, algorithm_options),
             process_group=to_bagua_process_group(process_group),
@@ -84,6 +89,7 @@ class DistributedDataParallel(torch.nn.Module):
             bucket_bytes=None if bucket_cap_mb is None else int(bucket_cap_mb * 2**20),
             broadcast_buffers=broadcast_buffers, timeout_s=timeout_s,
             fused_optimizer=fused_optimizer, autotune=autotune)
+        module.bagua_ddp = self.inner
 
     @staticmethod
     def _check_device_arg(name, value, device):
