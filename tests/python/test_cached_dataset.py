@@ -200,10 +200,10 @@ def test_redis_evicts_under_a_small_maxmemory(loaders):
     assert stats["store_errors"] == 0
 
 
-def test_a_dataset_cached_on_one_rank_only_does_not_shift_the_others(outdir):
-    """Both datasets unnamed; rank 0 alone caches an evaluation set first:
-    rank 1's training set must still meet rank 0's training set (it met the
-    evaluation set's cache and read "VAL-0" for sample 0)."""
+def run_node_ranks(job, out, *args):
+    """cache_job.py JOB OUT ARGS as two ranks of one node, as torchrun would
+    start them (without its agent, to save a third interpreter); returns
+    each rank's OUT.rank<r>.json."""
     port = free_port()
     procs = []
     for rank in range(2):
@@ -211,14 +211,20 @@ def test_a_dataset_cached_on_one_rank_only_does_not_shift_the_others(outdir):
                    LOCAL_WORLD_SIZE="2", GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
         procs.append(subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "cache_job.py"), "pairing",
-             os.path.join(outdir, "pairing")],
+            [sys.executable, os.path.join(HERE, "cache_job.py"), job, out, *args],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     for p in procs:
-        out, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, out[-3000:]
-    assert [r["train0"] for r in load_ranks(os.path.join(outdir, "pairing"), 2)] == \
-        ["TRAIN-0", "TRAIN-0"]
+        output, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, output[-3000:]
+    return load_ranks(out, 2)
+
+
+def test_a_dataset_cached_on_one_rank_only_does_not_shift_the_others(outdir):
+    """Both datasets unnamed; rank 0 alone caches an evaluation set first:
+    rank 1's training set must still meet rank 0's training set (it met the
+    evaluation set's cache and read "VAL-0" for sample 0)."""
+    ranks = run_node_ranks("pairing", os.path.join(outdir, "pairing"))
+    assert [r["train0"] for r in ranks] == ["TRAIN-0", "TRAIN-0"]
 
 
 @needs_redis
@@ -332,20 +338,7 @@ def test_two_processes_share_the_cache(outdir):
     """Two ranks of one node, as torchrun would start them (without its agent,
     to save a third interpreter)."""
     backends = ["memory", "redis"] if HAVE_REDIS else ["memory"]
-    port = free_port()
-    procs = []
-    for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
-                   LOCAL_WORLD_SIZE="2", GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
-        procs.append(subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "cache_job.py"), "share",
-             os.path.join(outdir, "share"), ",".join(backends)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    for p in procs:
-        out, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, out[-3000:]
-    ranks = load_ranks(os.path.join(outdir, "share"), 2)
+    ranks = run_node_ranks("share", os.path.join(outdir, "share"), ",".join(backends))
     for backend in backends:
         writer, reader = ranks[0][backend], ranks[1][backend]
         assert writer["stats"]["misses"] == 64 and writer["stats"]["writes"] == 64
