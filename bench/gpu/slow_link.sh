@@ -22,12 +22,16 @@
 #   RATE_GBIT=10 DELAY_MS=1 REPS=2 CONFIGS="bagua socket socket_tuned"
 #   PLUGIN=<libnccl-net-bagua.so> CAP_S=120 (one run of both ranks)
 #   LINK=veth|tun EMU=<bench-link-emulator> EMU_CPUS=14-15 QUEUE_MS=50|bdp (tun)
+#   EMU_MTU=9000 (tun: the devices' MTU; 65000 carries the same bytes in 1/7 of the packets,
+#   as a NIC's segmentation offload hands the stack 64 KB segments)
+#   EMU_REALTIME=1 (tun: the emulator's threads run SCHED_FIFO; 0: as before 2026-11-30)
 #   RANK_CPUS=<list> (the ranks and probes are pinned there; LINK=tun's default:
 #   every CPU but EMU_CPUS, so the delay line is never preempted by a rank)
 # Prints the summary table (slow_link_summary.py) and writes OUT_DIR/results.jsonl,
 # OUT_DIR/<config>_<rep>.rank<R>.log, OUT_DIR/tcp_counters.txt (each run's TCP
-# resends and timeouts per namespace, tcp_counters.py), OUT_DIR/qdisc.txt (tc -s after the runs;
-# LINK=tun: OUT_DIR/emulator.txt, its counters).
+# resends and timeouts per namespace, tcp_counters.py), OUT_DIR/link_counters.txt (the link
+# devices' packets and drops after each run: a drop there is not the emulator's queue),
+# OUT_DIR/qdisc.txt (tc -s after the runs; LINK=tun: OUT_DIR/emulator.txt, its counters).
 set -uo pipefail
 OUT=${1:?usage: slow_link.sh OUT_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +46,8 @@ LINK=${LINK:-veth}
 EMU=${EMU:-$ROOT/build/bench/tools/bench-link-emulator}
 EMU_CPUS=${EMU_CPUS:-14-15}
 QUEUE_MS=${QUEUE_MS:-50}
+EMU_REALTIME=${EMU_REALTIME:-1}
+EMU_MTU=${EMU_MTU:-9000}
 EMU_PID=
 RANK_CPUS=${RANK_CPUS:-}
 PROBE_STREAMS=${PROBE_STREAMS:-4}
@@ -88,8 +94,8 @@ if [ "$LINK" = tun ]; then
   [ "$QUEUE_MS" = bdp ] && queue_ms=$(awk -v d="$DELAY_MS" 'BEGIN { print 2 * d }')
   queue_kb=$(awk -v g="$RATE_GBIT" -v m="$queue_ms" \
     'BEGIN { q = int(g * 1000 * m * 1000 / 8 / 1024 + 1); print (q < 256 ? 256 : q) }')
-  taskset -c "$EMU_CPUS" "$EMU" "$A" "$B" "$delay_us" $((RATE_GBIT * 1000)) "$queue_kb" 9000 \
-    --spin-us 0 --ready-file "$READY" >"$OUT/emulator.txt" 2>&1 &
+  taskset -c "$EMU_CPUS" "$EMU" "$A" "$B" "$delay_us" $((RATE_GBIT * 1000)) "$queue_kb" "$EMU_MTU" \
+    --spin-us 0 --realtime "$EMU_REALTIME" --ready-file "$READY" >"$OUT/emulator.txt" 2>&1 &
   EMU_PID=$!
   for _ in $(seq 100); do [ -s "$READY" ] && break; sleep 0.05; done
   [ -s "$READY" ] || { cat "$OUT/emulator.txt" >&2; echo "slow_link.sh: emulator did not start" >&2; exit 2; }
@@ -97,7 +103,7 @@ if [ "$LINK" = tun ]; then
   ip -n "$B" addr add 10.233.0.2 peer 10.233.0.1 dev $IF
   for ns in "$A" "$B"; do
     ip -n "$ns" link set lo up
-    ip -n "$ns" link set $IF mtu 9000 up
+    ip -n "$ns" link set $IF mtu "$EMU_MTU" up
   done
 else
   ip link add bsa-$$ type veth peer name bsb-$$
@@ -127,7 +133,7 @@ fi
   python3 -c 'import torch; print("torch", torch.__version__, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))'
   echo "plugin: $PLUGIN (sha256 $(sha256sum "$PLUGIN" | cut -c1-16))"
   if [ "$LINK" = tun ]; then
-    echo "link: bench-link-emulator (TUN), ${RATE_GBIT} Gbit/s + ${DELAY_MS} ms each way, queue ${queue_kb} KB (QUEUE_MS=$QUEUE_MS), MTU 9000, CPUs $EMU_CPUS; reps $REPS; configs $CONFIGS"
+    echo "link: bench-link-emulator (TUN), ${RATE_GBIT} Gbit/s + ${DELAY_MS} ms each way, queue ${queue_kb} KB (QUEUE_MS=$QUEUE_MS), MTU $EMU_MTU, CPUs $EMU_CPUS, realtime $EMU_REALTIME; reps $REPS; configs $CONFIGS"
   else
     echo "link: veth, tbf ${RATE_GBIT} Gbit/s + netem ${DELAY_MS} ms each way; reps $REPS; configs $CONFIGS"
     tc -n "$A" qdisc show dev $IF
@@ -143,6 +149,7 @@ fi
     wait "$receiver"  # not a bare wait: the emulator is a background job too
   }
   probe "one plain TCP stream" "$A" "$B" 10.233.0.2 5201 1
+  probe "one plain TCP stream, B->A" "$B" "$A" 10.233.0.1 5206 1
   probe "both ways at once, A->B" "$A" "$B" 10.233.0.2 5202 1 &
   both=$!
   probe "both ways at once, B->A" "$B" "$A" 10.233.0.1 5203 1
@@ -158,9 +165,15 @@ fi
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
+link_counters() {  # link_counters LABEL: each end's RX/TX packets, errors and drops so far
+  { echo "== $1"; for ns in "$A" "$B"; do ip -n "$ns" -s link show "$IF"; done; } >>"$OUT/link_counters.txt" 2>&1
+}
+link_counters "after the probes"
+
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d
+# The MPS daemon on the ranks' CPUs too: nothing but the emulator on EMU_CPUS.
+"${PIN[@]}" nvidia-cuda-mps-control -d
 
 config_env() {  # the transport's variables, as env arguments
   case $1 in
@@ -194,6 +207,7 @@ for rep in $(seq 1 "$REPS"); do
     rc=0
     for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
     echo "$name rep $rep: rc=$rc in $((SECONDS - t0)) s"
+    link_counters "$name rep $rep"
     for ns in "$A" "$B"; do
       side=a; [ "$ns" = "$B" ] && side=b
       ip netns exec "$ns" python3 "$HERE/tcp_counters.py" snap "$OUT/.tcp.$ns.after"

@@ -3,7 +3,7 @@
 // because this kernel has no sch_netem (tc can shape a rate but not delay).
 //
 //   usage: link_emulator NS_A NS_B DELAY_US RATE_MBIT QUEUE_KB MTU
-//                        [--ready-file F] [--spin-us N]
+//                        [--ready-file F] [--spin-us N] [--realtime 0|1]
 //
 // It creates a TUN device named "bnlink" in each namespace (/var/run/netns/NS,
 // as `ip netns add` makes them) with the given MTU and relays IP packets
@@ -20,7 +20,12 @@
 // setns(2) around the open; hrtimers, ppoll's ns timeout and a 1 ns timer
 // slack, so sleeping until a release time costs only the wake-up latency.
 // --spin-us N polls instead of sleeping for the last N us (more accurate,
-// but it burns a core). One thread per direction (one thread for both carried
+// but it burns a core). --realtime 1 runs both threads SCHED_FIFO where the
+// kernel lets it (the GPU host's container does not: EPERM), so that no
+// other thread on their CPUs delays a release (the queue model is the
+// emulator's: a thread that is late to read lets the TUN device's ring fill,
+// and the kernel drops what finds it full; the ring is kTunRingPackets long).
+// One thread per direction (one thread for both carried
 // 9.6 Gbit/s one way but 4.9 each way at once, and released packets 190-300 us
 // late under all_reduce's two-way load: bench/results/slow_link_gpu_2026-11-28);
 // packet buffers are recycled.
@@ -28,6 +33,7 @@
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -61,11 +67,20 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 // Packets read per device per wake-up, so that a busy direction cannot hold
 // back the other one's releases for long.
 constexpr int kReadBatch = 32;
+// The TUN device's transmit ring (its txqueuelen; the kernel's default is 500
+// packets, 3.6 ms at 10 Gbit/s with MTU 9000). A packet that finds it full is
+// dropped by the kernel (the device's TX dropped), outside the queue this
+// emulator models: a thread held up for a few ms (8-16 ms releases late were
+// seen under all_reduce) then cost TCP a loss. Deep enough for 50 ms at line rate.
+constexpr int kTunRingPackets = 100000;
+// SCHED_FIFO priority of the direction threads with --realtime 1.
+constexpr int kRealtimePriority = 50;
 
 struct Config {
   std::string nsA, nsB, readyFile;
   int64_t delayNs = 0, rateMbit = 0, queueBytes = 0, spinNs = 0;
   int mtu = 0;
+  bool realtime = false;
 };
 
 [[noreturn]] void fail(const std::string& what) {
@@ -96,7 +111,7 @@ Config parseArgs(int argc, char** argv) {
   if (argc < 7) {
     std::fprintf(stderr,
                  "usage: link_emulator NS_A NS_B DELAY_US RATE_MBIT QUEUE_KB MTU"
-                 " [--ready-file F] [--spin-us N]\n");
+                 " [--ready-file F] [--spin-us N] [--realtime 0|1]\n");
     std::exit(2);
   }
   Config c;
@@ -116,6 +131,8 @@ Config parseArgs(int argc, char** argv) {
       c.readyFile = argv[i + 1];
     } else if (flag == "--spin-us") {
       c.spinNs = parseInt("--spin-us", argv[i + 1], 0, 1000 * 1000) * 1000;
+    } else if (flag == "--realtime") {
+      c.realtime = parseInt("--realtime", argv[i + 1], 0, 1) == 1;
     } else {
       std::fprintf(stderr, "link_emulator: unknown option '%s'\n", flag.c_str());
       std::exit(2);
@@ -141,6 +158,8 @@ int openTunIn(const std::string& ns, int mtu) {
   const int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ifr.ifr_mtu = mtu;
   if (sock < 0 || ioctl(sock, SIOCSIFMTU, &ifr) != 0) fail("set MTU of the device in " + ns);
+  ifr.ifr_qlen = kTunRingPackets;
+  if (ioctl(sock, SIOCSIFTXQLEN, &ifr) != 0) fail("set txqueuelen of the device in " + ns);
   close(sock);
   if (setns(home, CLONE_NEWNET) != 0) fail("setns back");
   close(home);
@@ -281,6 +300,16 @@ int main(int argc, char** argv) {
     if (write(stopFd, &one, sizeof(one)) != sizeof(one)) fail("write eventfd");
   };
   auto run = [&](Direction* dir, int inFd) {
+    if (cfg.realtime) {
+      const sched_param param{kRealtimePriority};
+      // Refused without CAP_SYS_NICE or where the cgroup has no realtime
+      // budget (the GPU host's container): say so and go on as a normal thread.
+      const int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
+      if (rc != 0) {
+        std::fprintf(stderr, "link_emulator: --realtime 1: SCHED_FIFO refused (%s); normal priority\n",
+                     std::strerror(rc));
+      }
+    }
     pollfd fds[2] = {{inFd, POLLIN, 0}, {stopFd, POLLIN, 0}};
     for (;;) {
       int64_t now = nowNs();
