@@ -8,12 +8,17 @@ each configuration counts.
 Usage: tcp_info_summary.py OUT/<pass>.tcp_info.txt [...]
 """
 import re
+import statistics
 import sys
 
 
 def field(line, name, pattern=r"(\d+)"):
     m = re.search(r"\b" + name + r":" + pattern, line)
     return m.group(1) if m else None
+
+
+def median(values):
+    return statistics.median(values) if values else "n/a"
 
 
 def summarize(path):
@@ -30,8 +35,9 @@ def summarize(path):
     if config and sample:
         last[config] = sample
     print(f"## {path}")
-    print("| configuration | sockets | rwnd-limited | sndbuf-limited | bytes retransmitted | RTO ms |")
-    print("|---|---|---|---|---|---|")
+    print("| configuration | sockets | rwnd-limited | sndbuf-limited | bytes retransmitted | RTO ms "
+          "| rtt ms (median) | cwnd (median) |")
+    print("|---|---|---|---|---|---|---|---|")
     for config, lines in last.items():
         busy = sum(int(field(l, "busy", r"(\d+)ms") or 0) for l in lines)
         rwnd = sum(int(field(l, "rwnd_limited", r"(\d+)ms") or 0) for l in lines)
@@ -40,8 +46,10 @@ def summarize(path):
         retrans = sum(int(field(l, "bytes_retrans") or 0) for l in lines)
         rtos = sorted({field(l, "rto", r"([\d.]+)") for l in lines} - {None}, key=float)
         share = lambda part, whole: f"{100 * part / whole:.1f}%" if whole else "n/a"
+        rtts = [float(v) for v in (field(l, "rtt", r"([\d.]+)/") for l in lines) if v]
+        cwnds = [int(v) for v in (field(l, "cwnd") for l in lines) if v]
         print(f"| {config} | {len(lines)} | {share(rwnd, busy)} | {share(sndbuf, busy)} "
-              f"| {share(retrans, sent)} | {', '.join(rtos)} |")
+              f"| {share(retrans, sent)} | {', '.join(rtos)} | {median(rtts)} | {median(cwnds)} |")
     print()
 
 

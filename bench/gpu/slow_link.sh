@@ -24,6 +24,10 @@
 #   LINK=veth|tun EMU=<bench-link-emulator> EMU_CPUS=14-15 QUEUE_MS=50|bdp (tun)
 #   EMU_MTU=9000 (tun: the devices' MTU; 65000 carries the same bytes in 1/7 of the packets,
 #   as a NIC's segmentation offload hands the stack 64 KB segments)
+#   TCP_INFO_EVERY=S: every S seconds of each run, both namespaces' `ss -tin` (TCP_INFO:
+#   busy / rwnd_limited / sndbuf_limited time, cwnd, rtt; needs ss, pack_tools.sh DIR ss) into
+#   OUT_DIR/tcp_info.txt, condensed per configuration by bench/cpu/tcp_info_summary.py
+#   (OUT_DIR/tcp_info_summary.md)
 #   EMU_REALTIME=1 (tun: the emulator's threads run SCHED_FIFO; 0: as before 2026-11-30)
 #   RANK_CPUS=<list> (the ranks and probes are pinned there; LINK=tun's default:
 #   every CPU but EMU_CPUS, so the delay line is never preempted by a rank)
@@ -204,8 +208,19 @@ for rep in $(seq 1 "$REPS"); do
         >"$OUT/${name}_$rep.rank$rank.log" 2>&1 &
       pids+=($!)
     done
+    sampler=
+    if [ -n "${TCP_INFO_EVERY:-}" ]; then
+      # One block per sample, both hosts' sockets (tcp_info_summary.py reads "] NAME rep").
+      while kill -0 "${pids[0]}" 2>/dev/null; do
+        echo "=== $(date +%T)] $name rep $rep"
+        for ns in "$A" "$B"; do ip netns exec "$ns" ss -tin state established | grep ' busy:'; done
+        sleep "$TCP_INFO_EVERY"
+      done >>"$OUT/tcp_info.txt" 2>&1 &
+      sampler=$!
+    fi
     rc=0
     for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+    [ -n "$sampler" ] && wait "$sampler"
     echo "$name rep $rep: rc=$rc in $((SECONDS - t0)) s"
     link_counters "$name rep $rep"
     for ns in "$A" "$B"; do
@@ -218,4 +233,5 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 [ "$LINK" = tun ] || tc -s -n "$A" qdisc show dev $IF >"$OUT/qdisc.txt" 2>&1
+[ -s "$OUT/tcp_info.txt" ] && python3 "$ROOT/bench/cpu/tcp_info_summary.py" "$OUT/tcp_info.txt" >"$OUT/tcp_info_summary.md"
 python3 "$HERE/slow_link_summary.py" "$OUT" "$RATE_GBIT" | tee "$OUT/summary.md"
