@@ -61,3 +61,10 @@ def test_wrapping_a_module_again_replaces_its_engine(outdir):
 def test_models_on_overlapping_groups_agree_on_their_engines(outdir):
     ranks = job(outdir, "overlapping", nproc=3)
     assert [r["trained"] for r in ranks] == [[[0, 1]], [[0, 1], [1, 2]], [[1, 2]]]
+
+
+def test_optimizer_state_travels_on_the_parameters_device(outdir):
+    """Rank 0's momentum reaches rank 1 at wrapping, broadcast on the
+    parameters' device (the current CUDA device may be another GPU)."""
+    zero, one = job(outdir, "state_device")
+    assert zero["momentum"] and one["momentum"] == zero["momentum"], (zero, one)

@@ -17,6 +17,9 @@ overlapping     two groups sharing rank 1 ({0,1}, {1,2}), a model wrapped on
                 each: every rank agrees on the engines' names and trains.
 rewrapped       a module wrapped twice by DistributedDataParallel, then by
                 with_bagua: each wrapping closes the engine before it.
+state_device    rank 0's optimizer state reaches the others on the parameters'
+                device, whatever the current CUDA device (here: the lookup of
+                the default device fails, so using it fails the case).
 """
 import argparse
 import json
@@ -161,6 +164,24 @@ def case_overlapping(rank, out):
         trained.append(list(members))
     dist.barrier()  # rank 0 holds the store that ranks 1 and 2 still meet in
     out["trained"] = trained
+
+
+def case_state_device(rank, out):
+    from bagua.torch_api import communication
+
+    def no_default(*_):
+        raise AssertionError("broadcast on the default device, not the parameters' own")
+
+    communication._object_device = no_default
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if rank == 0:  # state only rank 0 has, as after loading a checkpoint there
+        model(torch.ones(1, 2)).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.with_bagua([optimizer], algorithm())
+    out.update(momentum=[v["momentum_buffer"].flatten().tolist()
+                         for v in optimizer.state.values()])
 
 
 def main():

@@ -75,12 +75,14 @@ def broadcast(tensor, src=0, comm=None):
         _call(backend, device, "broadcast", tensor.data_ptr(), _bytes(tensor), src)
 
 
-def broadcast_object(obj, src=0, comm=None):
-    """Pickles `obj` on rank `src` and returns it on every rank."""
+def broadcast_object(obj, src=0, comm=None, *, device=None):
+    """Pickles `obj` on rank `src` and returns it on every rank. `device`
+    (every rank's own) carries the bytes: the device of the tensors it goes
+    with; default: the current CUDA device once CUDA is in use, else CPU."""
     c = _communicator(comm)
     if c is None:
         return obj
-    device = _object_device()
+    device = torch.device(device) if device is not None else _object_device()
     size = torch.zeros(1, dtype=torch.int64, device=device)
     payload = None
     if c.rank() == src:

@@ -228,9 +228,14 @@ class BaguaDistributedDataParallel:
                                            self.module.named_buffers()):
                 if name not in ignore:
                     self._broadcast_tensor(t)
+        # The state travels on the parameters' device (their communicator),
+        # not the current CUDA device, which a script that never called
+        # set_device leaves at cuda:0 on every rank.
+        device = next((p.device for p in self.module.parameters()), None)
         for optimizer in self.bagua_optimizers:
             state = broadcast_object(_to_cpu(optimizer.state_dict()) if self.rank == 0 else None,
-                                     0, self.process_group.get_global_communicator())
+                                     0, self.process_group.get_global_communicator(),
+                                     device=device)
             if self.rank != 0:
                 optimizer.load_state_dict(state)
 
