@@ -55,6 +55,7 @@ struct RedisShards::Connection {
   void close() {
     if (context != nullptr) redisFree(context);
     context = nullptr;
+    arrays.reset();
   }
   [[noreturn]] void failIo(const std::string& doing) {
     std::string cause = context != nullptr ? context->errstr : "no connection";

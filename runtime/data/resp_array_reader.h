@@ -36,6 +36,9 @@ class RespArrayReader {
   // whose text is in `error`; otherwise `error` says what went wrong.
   Status read(int fd, size_t expected, ValuePool& pool, std::vector<std::optional<Value>>& values,
               std::string& error);
+  // Forgets unread bytes: those of a connection that is gone (a reply cut
+  // off by a timeout must not prefix the next connection's reply).
+  void reset() { begin_ = end_ = 0; }
 
  private:
   Status fill(int fd, std::string& error);

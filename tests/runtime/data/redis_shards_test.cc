@@ -2,8 +2,9 @@
 // GuardedProcess, loopback only; skipped when redis-server is not
 // installed): binary values round-trip through two servers, keys spread over
 // both, a wrong or missing password and an unreachable server give their
-// own errors, a killed server a CacheConnectError. In a build without hiredis
-// the constructor says how to get it.
+// own errors, a killed server a CacheConnectError; against a stand-in server,
+// a reply cut off by a timeout does not spoil the next connection. In a build
+// without hiredis the constructor says how to get it.
 #include "runtime/data/redis_shards.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "posix/fd.h"
 #include "runtime/data/cache_errors.h"
@@ -179,6 +181,90 @@ TEST(RedisShardsProcess, AFailedBatchLeavesTheOtherServersInStep) {
     ASSERT_TRUE(got[i].has_value()) << onA[i];
     EXPECT_EQ(*got[i], onA[i]);
   }
+}
+
+// A Redis stand-in on a loopback port: answers PING, and MGET of one key
+// with "value-of-<key>", except that the first connection's first MGET gets
+// half a reply ("*1\r\n$1") and then nothing until the client hangs up.
+class HalfReplyServer {
+ public:
+  HalfReplyServer() {
+    listener_ = posix::Fd(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::listen(listener_.get(), 8) != 0 ||
+        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on loopback";
+    }
+    port = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~HalfReplyServer() {
+    ::shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  int port = 0;
+
+ private:
+  void serve() {
+    std::vector<std::thread> connections;
+    for (int n = 1;; ++n) {
+      int fd = ::accept(listener_.get(), nullptr, nullptr);
+      if (fd < 0) break;
+      connections.emplace_back([fd, n] { answer(posix::Fd(fd), n == 1); });
+    }
+    for (auto& t : connections) t.join();
+  }
+  static void answer(posix::Fd fd, bool cutFirstReply) {
+    char buf[4096];
+    bool cut = false;
+    for (;;) {
+      ssize_t n = ::recv(fd.get(), buf, sizeof(buf), 0);
+      if (n <= 0) return;  // the client hung up
+      std::string request(buf, static_cast<size_t>(n));
+      std::string reply;
+      if (request.find("PING") != std::string::npos) reply = "+PONG\r\n";
+      size_t mget = request.find("MGET");
+      if (mget != std::string::npos) {
+        if (cutFirstReply && !cut) {
+          cut = true;
+          reply += "*1\r\n$1";  // and the rest never comes
+        } else {
+          // The key is the last bulk string of the command.
+          size_t end = request.rfind("\r\n", request.size() - 3);
+          std::string key = request.substr(end + 2, request.size() - end - 4);
+          std::string value = "value-of-" + key;
+          reply += "*1\r\n$" + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+        }
+      }
+      if (!reply.empty() && ::send(fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL) < 0) return;
+    }
+  }
+  posix::Fd listener_;
+  std::thread thread_;
+};
+
+// A reply cut off by a timeout is dropped with its connection: the next call
+// reconnects and reads the new connection's reply alone (the cut bytes were
+// kept, and the next three calls failed as malformed replies).
+TEST(RedisShards, AReplyCutOffByATimeoutDoesNotSpoilTheNextConnection) {
+  if (!RedisShards::available()) GTEST_SKIP() << "built without hiredis";
+  ::signal(SIGPIPE, SIG_IGN);
+  HalfReplyServer server;
+  RedisShards redis({{"127.0.0.1", server.port}}, "", 300ms);
+  try {
+    redis.getMany({"k1"});
+    FAIL() << "a cut-off reply was accepted";
+  } catch (const CacheConnectError& e) {
+    EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+  }
+  RedisValues got = redis.getMany({"k1"});
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_TRUE(got[0].has_value());
+  EXPECT_EQ(*got[0], "value-of-k1");
 }
 
 TEST(RedisShards, ABuildWithoutHiredisSaysHowToGetIt) {
