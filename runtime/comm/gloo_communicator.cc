@@ -98,14 +98,9 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, Options opt
     BAGUA_THROW(CommError, std::string("Gloo could not connect rank ") + std::to_string(rank) +
                                " of " + std::to_string(size) + ": " + e.what());
   }
-  worker_ = std::make_unique<OrderedWorker>(
-      [](const std::string& what, const std::exception& e) -> std::exception_ptr {
-        if (dynamic_cast<const gloo::IoException*>(&e) != nullptr) {
-          return std::make_exception_ptr(
-              CommError(what + " failed: " + e.what(), __FILE__, __LINE__));
-        }
-        return mapCommException(what, e);
-      });
+  // Gloo's errors (gloo::IoException, its enforce failures) by their message:
+  // "Timed out waiting ..." is a TimeoutError, the rest a CommError.
+  worker_ = std::make_unique<OrderedWorker>(mapCommException);
 }
 
 GlooCommunicator::~GlooCommunicator() { worker_.reset(); }
@@ -113,6 +108,30 @@ GlooCommunicator::~GlooCommunicator() { worker_.reset(); }
 std::shared_ptr<Work> GlooCommunicator::enqueue(std::string what, std::function<void()> fn) {
   return worker_->enqueue(std::move(what), std::move(fn));
 }
+
+// A send's Work: the post on the worker, then the helper thread's wait for
+// the bytes to leave. The post fails at once where the helper never starts
+// (the communicator failed before, or posting threw), and with it the send:
+// the helper's Work alone stayed unfinished, and a wait ran out its whole
+// timeout to report "did not finish" instead of the cause.
+class PostedSendWork : public Work {
+ public:
+  PostedSendWork(std::shared_ptr<Work> posted, std::shared_ptr<PromiseWork> sent)
+      : posted_(std::move(posted)), sent_(std::move(sent)) {}
+  bool done() override { return posted_->done() && sent_->done(); }
+  void wait(std::chrono::milliseconds timeout) override {
+    const auto start = std::chrono::steady_clock::now();
+    posted_->wait(timeout);
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    sent_->wait(std::max(timeout - spent, std::chrono::milliseconds(0)));
+  }
+  const std::string& what() const override { return sent_->what(); }
+
+ private:
+  std::shared_ptr<Work> posted_;
+  std::shared_ptr<PromiseWork> sent_;
+};
 
 // Point-to-point slots: a prefix no Gloo collective uses, then the message's
 // sequence number on that (sender, receiver) pair, counted alike on both
@@ -126,7 +145,7 @@ std::shared_ptr<Work> GlooCommunicator::send(const void* data, size_t bytes, int
   // for it to complete (that would deadlock two ranks sending to each other
   // before receiving): a helper thread waits and finishes the Work.
   auto done = std::make_shared<PromiseWork>(describeBytes("send", bytes));
-  enqueue("post " + done->what(), [this, data, bytes, peer, slot, done] {
+  auto posted = enqueue("post " + done->what(), [this, data, bytes, peer, slot, done] {
     std::shared_ptr<gloo::transport::UnboundBuffer> buf =
         context_->createUnboundBuffer(const_cast<void*>(data), bytes);
     buf->send(peer, slot);
@@ -140,7 +159,7 @@ std::shared_ptr<Work> GlooCommunicator::send(const void* data, size_t bytes, int
       }
     }).detach();
   });
-  return done;
+  return std::make_shared<PostedSendWork>(std::move(posted), std::move(done));
 }
 
 std::shared_ptr<Work> GlooCommunicator::recv(void* data, size_t bytes, int peer) {

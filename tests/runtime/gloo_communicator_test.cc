@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "kernels/float_bits.h"
@@ -115,6 +116,43 @@ TEST(GlooFaults, DeadPeerFailsTheCollectiveWithinTheTimeout) {
       return 0;
     }
     return 5;  // the collective wrongly succeeded
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// A peer that is alive but never joins: the collective fails as a
+// TimeoutError (it was a CommError, so Python saw a RuntimeError), and a send
+// on the communicator it left failed fails at once with that cause (its Work
+// never finished: the wait ran out and said "did not finish").
+TEST(GlooFaults, APeerThatNeverJoinsTimesOutAndLaterSendsFailAtOnce) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    GlooCommunicator::Options o = loopbackGloo();
+    o.timeout = 1s;
+    GlooCommunicator comm(store, rank, size, o);
+    if (rank == 1) {  // alive, never joins
+      std::this_thread::sleep_for(3s);
+      return 0;
+    }
+    std::vector<float> v(1024, 1.0f);
+    try {
+      comm.allreduce(v.data(), v.size(), DType::kFloat32, ReduceOp::kSum)->wait(10s);
+      return 5;
+    } catch (const TimeoutError&) {
+    } catch (const Error& e) {
+      check(false, std::string("not a TimeoutError: ") + e.what());
+    }
+    uint8_t b = 1;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      comm.send(&b, 1, 1)->wait(10s);
+      return 6;
+    } catch (const Error& e) {
+      check(std::chrono::steady_clock::now() - start < 2s,
+            std::string("the send's error came after ") + e.what());
+      check(std::string(e.what()).find("did not finish") == std::string::npos,
+            std::string("the send says it did not finish, not why: ") + e.what());
+    }
+    return 0;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
