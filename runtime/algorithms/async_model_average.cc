@@ -1,11 +1,17 @@
 // AsyncModelAverage: background rounds, step-boundary snapshots and updates.
 #include "runtime/algorithms/async_model_average.h"
 
+#include <cstring>
+
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
 namespace {
+
+// What a rank adds to the round's flag (the number of ranks aborting).
+const float kNotAborting = 0.0f;
+const float kAborting = 1.0f;
 
 uint8_t* at(DeviceBuffer& buffer, const BucketLayout& group, const BucketSlot& slot) {
   return static_cast<uint8_t*>(buffer.data()) + slot.offset * dtypeSize(group.dtype);
@@ -104,7 +110,7 @@ void AsyncModelAverage::waitPhase(std::unique_lock<std::mutex>& lock, Phase phas
 
 bool AsyncModelAverage::round() {
   std::shared_ptr<Work> snapshot;
-  float aborted = 0;
+  bool aborted = false;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     // Wait out the interval, unless this rank is stopping (then go fast:
@@ -115,7 +121,7 @@ bool AsyncModelAverage::round() {
     cv_.notify_all();
     waitPhase(lock, Phase::kSnapshotTaken);
     snapshot = snapshotTaken_;
-    aborted = aborting_ ? 1.0f : 0.0f;
+    aborted = aborting_;
   }
   // The collectives run here, off the training's stream and thread.
   comm_->waitFor(snapshot);
@@ -123,18 +129,33 @@ bool AsyncModelAverage::round() {
     ops_->copy(sum_[g]->data(), snapshot_[g]->data(), groups_[g].bytes());
     comm_->allreduce(sum_[g]->data(), groups_[g].paddedNumel, groups_[g].dtype, ReduceOp::kSum);
   }
-  float abortedRanks = 0;
-  ops_->copy(flag_->data(), &aborted, sizeof(float));
+  // The flag's source has static storage: a round that times out leaves this
+  // copy queued behind the peers' collectives (the CPU worker runs it once a
+  // late peer arrives), after the round's stack is gone.
+  ops_->copy(flag_->data(), aborted ? &kAborting : &kNotAborting, sizeof(float));
   comm_->allreduce(flag_->data(), 1, DType::kFloat32, ReduceOp::kSum);
-  ops_->copy(&abortedRanks, flag_->data(), sizeof(float));
   ops_->fence("async: averaging " + std::to_string(weights_.size()) + " weights")
       ->wait(options_.timeout);
+  const float abortedRanks = readFlag();
   std::unique_lock<std::mutex> lock(mutex_);
   phase_ = Phase::kResultReady;
   cv_.notify_all();
   waitPhase(lock, Phase::kApplied);
   ++averages_;
   return abortedRanks >= static_cast<float>(comm_->size());
+}
+
+float AsyncModelAverage::readFlag() {
+  float value = 0;
+  if (ops_->device() == Device::kCpu) {
+    std::memcpy(&value, flag_->data(), sizeof(float));
+  } else {
+    // After the fence: a copy into pageable memory returns once done, so one
+    // queued before the fence's wait blocked this thread behind a hung
+    // allreduce (a dead peer), past every timeout.
+    ops_->copy(&value, flag_->data(), sizeof(float));
+  }
+  return value;
 }
 
 void AsyncModelAverage::serveBoundary(uintptr_t stream) {

@@ -86,6 +86,8 @@ class AsyncModelAverage {
   std::vector<BucketLayout> groups_;  // one per dtype: the weights' place in the buffers
   std::vector<std::unique_ptr<DeviceBuffer>> snapshot_, sum_;
   std::unique_ptr<DeviceBuffer> flag_;  // one float32: the number of ranks that aborted
+  // flag_'s value, read once the round's fence finished.
+  float readFlag();
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

@@ -168,5 +168,45 @@ TEST(Async, ADeadPeerIsAnErrorAtTheNextStepBoundary) {
   EXPECT_EQ(outcomes[0].exitCode, 0) << outcomes[0].message;
 }
 
+// A peer late by more than the round's timeout (but within the
+// communicator's): the round fails as a TimeoutError at the next step
+// boundary, and when the late peer's collectives finally run, the copies the
+// failed round left queued touch nothing of the round that is gone (its flag
+// was on the round's stack: ASan saw the worker read and write it).
+TEST(Async, APeerLaterThanTheRoundTimeoutFailsTheRoundCleanly) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    GlooCommunicator::Options o = loopbackGloo("async-late");
+    o.timeout = 10s;
+    auto comm = std::make_shared<GlooCommunicator>(store, rank, size, o);
+    auto ops = std::make_shared<CpuOps>(*comm);
+    std::vector<float> w = randomVector(1 << 16, 5);
+    AsyncModelAverage::Options options = fast();
+    options.timeout = 1s;
+    AsyncModelAverage averager(
+        comm, ops, {TensorSpec{"w", w.data(), w.size(), DType::kFloat32, Device::kCpu}},
+        [](uintptr_t) { return cpuStepOps(); }, options);
+    averager.resume();
+    if (rank == 1) std::this_thread::sleep_for(2500ms);  // slow, not dead
+    bool failed = false;
+    auto deadline = std::chrono::steady_clock::now() + (rank == 0 ? 8s : 3s);
+    while (!failed && std::chrono::steady_clock::now() < deadline) {
+      try {
+        averager.stepBoundary(0);
+      } catch (const TimeoutError&) {
+        failed = true;
+      } catch (const Error& e) {
+        check(false, std::string("not a TimeoutError: ") + e.what());
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    check(rank == 1 || failed, "rank 0's round did not time out");
+    // Rank 0 lives on while rank 1's collectives (and the queued copies)
+    // run; new threads reuse the dead round's stack meanwhile.
+    std::this_thread::sleep_for(rank == 0 ? 4s : 1s);
+    return 0;
+  });
+  EXPECT_EQ(outcomes[0].exitCode, 0) << outcomes[0].message;
+}
+
 }  // namespace
 }  // namespace bagua::testing
