@@ -68,3 +68,13 @@ def test_optimizer_state_travels_on_the_parameters_device(outdir):
     parameters' device (the current CUDA device may be another GPU)."""
     zero, one = job(outdir, "state_device")
     assert zero["momentum"] and one["momentum"] == zero["momentum"], (zero, one)
+
+
+def test_a_forward_under_no_grad_on_one_rank_is_no_step_for_autotune(outdir):
+    """A logged prediction on rank 0 (train mode, no_grad) while autotune
+    searches counts no step: the counters agree (they were 54 against 40, and
+    with decisions falling on different steps the ranks' collectives stopped
+    matching: a deadlock until the timeout)."""
+    zero, one = job(outdir, "nograd_autotune")
+    assert zero["done"] and one["done"]
+    assert zero["steps"] == one["steps"], (zero, one)

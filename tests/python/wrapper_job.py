@@ -17,6 +17,9 @@ overlapping     two groups sharing rank 1 ({0,1}, {1,2}), a model wrapped on
                 each: every rank agrees on the engines' names and trains.
 rewrapped       a module wrapped twice by DistributedDataParallel, then by
                 with_bagua: each wrapping closes the engine before it.
+nograd_autotune with autotune searching, rank 0 alone runs train-mode forwards
+                under no_grad between steps (a logged prediction): no step
+                is counted for them, so the ranks' decisions stay in step.
 state_device    rank 0's optimizer state reaches the others on the parameters'
                 device, whatever the current CUDA device (here: the lookup of
                 the default device fails, so using it fails the case).
@@ -164,6 +167,24 @@ def case_overlapping(rank, out):
         trained.append(list(members))
     dist.barrier()  # rank 0 holds the store that ranks 1 and 2 still meet in
     out["trained"] = trained
+
+
+def case_nograd_autotune(rank, out):
+    from bagua.torch_api.data_parallel import Autotune
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(8)])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model.with_bagua([opt], algorithm(), autotune=Autotune(budget_steps=30, warmup_steps=1))
+    for step in range(40):
+        model(torch.randn(4, 16)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        if rank == 0 and step % 3 == 0:
+            with torch.no_grad():
+                model(torch.randn(1, 16))
+    out["steps"] = model.bagua_ddp.bagua_train_step_counter
+    out["done"] = True
 
 
 def case_state_device(rank, out):

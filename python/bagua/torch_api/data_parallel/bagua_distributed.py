@@ -342,12 +342,15 @@ class BaguaDistributedDataParallel:
 
     # -- hooks ----------------------------------------------------------------------
     def _on_forward(self, module, inputs):
-        if not module.training:
+        # Forwards that train only: one that a rank runs alone (`if rank == 0:
+        # evaluate(model)` or a logged prediction, in eval mode or under
+        # no_grad) is no step. It must not wait for the others in a buffer
+        # broadcast (DDP's rule), nor count a step: autotune's decisions and
+        # the algorithms' hooks are collectives at step boundaries, and one
+        # rank a step ahead deadlocked the job until the timeout.
+        if not module.training or not torch.is_grad_enabled():
             return
-        # Buffers in forwards that train only (DDP's rule): an evaluation
-        # that one rank runs alone (`if rank == 0: evaluate(model)`, in eval
-        # mode or under no_grad) must not wait for the others in a broadcast.
-        if self.broadcast_buffers and self.world_size > 1 and torch.is_grad_enabled():
+        if self.broadcast_buffers and self.world_size > 1:
             with torch.no_grad():
                 for b in self._synced_buffers():
                     self._broadcast_tensor(b)
