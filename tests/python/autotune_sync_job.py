@@ -127,6 +127,14 @@ def case_mismatch(args, rank, out):
         out["mismatch"] = str(error)
 
 
+def case_small_budget(args, rank, out):
+    try:
+        wrap(args, Autotune(budget_steps=2))
+        out["small_budget"] = None
+    except ValueError as error:
+        out["small_budget"] = str(error)
+
+
 def case_diverge(args, rank, out):
     model, opt, _ = wrap(args, Autotune(budget_steps=args.budget))
     impl = model.bagua_algorithm

@@ -91,6 +91,14 @@ def test_bad_autotune_arguments_name_the_value(tmp_path):
         resolve(bad_winner)
     with pytest.raises(ValueError, match=r"Autotune\(budget_steps=0\): expected an int >= 1"):
         Autotune(budget_steps=0)
+    # No warm-up step: each trial's first step was timed under the one before.
+    with pytest.raises(ValueError, match=r"Autotune\(warmup_steps=0\): expected an int >= 1"):
+        Autotune(warmup_steps=0)
+    unfinished = {"format": "bagua-autotune/1", "status": "searching",
+                  "winner": {"bucket_bytes": 262144, "hierarchical": None}}
+    with pytest.raises(ValueError, match="saved before its search finished"):
+        resolve(unfinished)
+    assert resolve(dict(unfinished, status="done")).state["winner"]["bucket_bytes"] == 262144
     with pytest.raises(TypeError, match="autotune must be True, False, a path"):
         resolve(3.5)
     assert resolve(False) is None and resolve(None) is None

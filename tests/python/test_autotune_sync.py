@@ -103,7 +103,8 @@ def test_bad_settings_name_the_value():
 @pytest.fixture(scope="module", params=["local_sgd", "diloco"])
 def job(request, tmp_path_factory):
     prefix = str(tmp_path_factory.mktemp("sync") / "job")
-    result = run_ranks("autotune_sync_job.py", 2, ["--case", "search,mismatch", "--algorithm",
+    result = run_ranks("autotune_sync_job.py", 2, ["--case", "search,mismatch,small_budget",
+                                                   "--algorithm",
                                                    request.param, "--out", prefix], timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     return request.param, load_ranks(prefix, 2), result
@@ -142,6 +143,13 @@ def test_a_bucket_size_state_is_refused_by_name(job):
     _, ranks, _ = job
     for r in ranks:
         assert "holds a bucket size" in r["mismatch"] and "sync_every" in r["mismatch"]
+
+
+def test_a_budget_too_small_for_the_starting_h_is_refused_at_wrapping(job):
+    # (it failed with a TypeError at the first step after the algorithm's warm-up)
+    _, ranks, _ = job
+    for r in ranks:
+        assert "above the budget of 2" in r["small_budget"], r["small_budget"]
 
 
 def test_a_rank_that_applied_another_h_stops_every_rank(tmp_path):

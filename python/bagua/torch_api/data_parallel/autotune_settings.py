@@ -13,7 +13,7 @@ class Autotune:
         budget_steps: training steps the search may take (default 200 for
             the bucket size, 3000 for sync_every); the winner applies from
             the step after them at the latest.
-        warmup_steps: steps not measured after each change (default 2).
+        warmup_steps: steps not measured after each change (default 2, at least 1).
         min_bucket_mb, max_bucket_mb: the bucket sizes tried are the powers
             of two between them (default 0.25 MiB to one bucket for the
             whole model), plus the starting size.
@@ -31,7 +31,9 @@ class Autotune:
                  tune_hierarchical=True, state=None, sync_every_tolerance=0.05, min_sync_every=4,
                  max_sync_every=512):
         for name, value, low in (("budget_steps", budget_steps, 1),
-                                 ("warmup_steps", warmup_steps, 0),
+                                 # >= 1: the step at a change is timed under the
+                                 # configuration before it.
+                                 ("warmup_steps", warmup_steps, 1),
                                  ("min_sync_every", min_sync_every, 1),
                                  ("max_sync_every", max_sync_every, 1)):
             if value is None and name == "budget_steps":
@@ -101,6 +103,10 @@ def check_state(state, what):
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"bagua: {what}: not an autotune state (expected a JSON object with "
                          f"\"format\": \"{FORMAT}\", as autotune_state() writes)")
+    if state.get("status", "done") not in ("done", "loaded"):
+        raise ValueError(f"bagua: {what}: saved before its search finished (status "
+                         f"{state.get('status')!r}); use one saved once autotune_state() says "
+                         "\"done\", or search again (autotune=True)")
     winner = state.get("winner")
     if not isinstance(winner, dict):
         raise ValueError(f"bagua: {what}: has no winner (\"winner\": {winner!r})")

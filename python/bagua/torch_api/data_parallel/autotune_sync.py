@@ -49,6 +49,14 @@ class SyncEveryTuner:
                                      fragments=self.impl.sync_floor())
         self.search = SyncEverySearch(candidates, self.start, options.sync_every_tolerance,
                                       options.sync_budget_steps, options.warmup_steps)
+        # The starting H's trial must fit, or the search has nothing to
+        # compare (it failed at its first step, after the algorithm's warm-up).
+        need = self.search.trial_steps(self.start)
+        if need > options.sync_budget_steps:
+            raise ValueError(
+                f"bagua: autotune: the starting sync_every={self.start} needs a trial of {need} "
+                f"steps, above the budget of {options.sync_budget_steps}: raise "
+                f"Autotune(budget_steps=...) to a few times {need} (the default is 3000)")
         self.status, self.reason = "waiting", "the search starts after the warm-up"
 
     def _use_loaded(self, options):
