@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/bucket/registration_check.h"
+#include "runtime/comm/in_flight.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
@@ -49,14 +50,14 @@ Reducer::~Reducer() {
   }
   cv_.notify_all();
   watchdog_.join();
-  // Let launched work finish before the buffers it uses go away.
-  for (auto& w : work_) {
-    try {
-      if (w) w->wait(options_.timeout);
-    } catch (const std::exception&) {
-      // already reported by wait(), or the owner is unwinding
-    }
-  }
+  // Launched work finishes before the buffers it uses go away; work still
+  // running after that (a peer later than the timeout) keeps them.
+  struct Buffers {
+    std::vector<std::unique_ptr<DeviceBuffer>> storage;
+    std::shared_ptr<Algorithm> algorithm;  // its per-bucket scratch
+  };
+  auto buffers = std::make_shared<Buffers>(Buffers{std::move(storage_), algorithm_});
+  drainOrKeep(work_, options_.timeout, std::move(buffers), "reducer");
 }
 
 void Reducer::markReady(size_t index) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "runtime/algorithms/bytegrad.h"
@@ -275,6 +276,33 @@ TEST(ReducerErrors, ARankThatDiesFailsTheStepWithinTheTimeout) {
         return 5;
       },
       60s);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// A reducer closed while its bucket waits for a peer later than the
+// reducer's timeout (but within the communicator's): the bucket's buffers
+// outlive it until the collective ends (ASan saw Gloo write a freed bucket),
+// and the closing rank says so on stderr.
+TEST(ReducerErrors, ClosedWithABucketWaitingForALatePeer) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    GlooCommunicator::Options go = loopbackGloo("late");
+    go.timeout = 10s;
+    auto comm = std::make_shared<GlooCommunicator>(store, rank, size, go);
+    auto ops = std::make_shared<CpuOps>(*comm);
+    std::vector<float> g(1 << 18, 1.0f);
+    Reducer::Options o;
+    o.timeout = 500ms;
+    {
+      Reducer reducer(comm, ops, std::make_shared<GradientAllreduce>(),
+                      {TensorSpec{"g", g.data(), g.size(), DType::kFloat32, Device::kCpu}}, store,
+                      o);
+      if (rank == 1) std::this_thread::sleep_for(2500ms);  // late, not dead
+      reducer.markAllReady();
+      if (rank == 1) reducer.wait();
+    }  // rank 0: closed with the bucket in flight, as an exception unwinding would
+    std::this_thread::sleep_for(rank == 0 ? 3s : 500ms);  // rank 1's allreduce runs meanwhile
+    return 0;
+  });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 

@@ -1,0 +1,28 @@
+// Buffers of work that outlived its owner's wait. A destructor that gave up
+// waiting for a collective (its timeout passed: a peer is late or gone) must
+// not free what the collective still reads and writes: the communicator runs
+// it until the peers arrive or its own timeout ends it. drainOrKeep() waits
+// once more, then keeps whatever is given for the rest of the process if
+// some work is still running (a leak, bounded by the failures, instead of a
+// use after free: bench review, stop 51).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/work.h"
+
+namespace bagua {
+
+// True once `work` finished, successfully or not.
+bool finished(Work& work);
+
+// Waits for each of `works` (up to `timeout` each, twice for one that the
+// first wait left running); if any is still running, `keep` is never
+// released and one line on stderr says so, naming `owner`. Never throws.
+void drainOrKeep(const std::vector<std::shared_ptr<Work>>& works, std::chrono::milliseconds timeout,
+                 std::shared_ptr<void> keep, const std::string& owner);
+
+}  // namespace bagua
