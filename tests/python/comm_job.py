@@ -158,6 +158,9 @@ def run_all(check, rank, n):
         a2ai = source.clone()
         bagua.alltoall_inplace(a2ai)
         check.expect(f"alltoall_inplace {dtype}", a2ai, a2a)
+        same = source.clone()  # one tensor as both send and recv
+        bagua.alltoall(same, same)
+        check.expect(f"alltoall(t, t) {dtype}", same, a2a)
         # alltoall_v: rank i sends (i + j) % 3 + 1 elements to rank j.
         counts_to = [(rank + j) % 3 + 1 for j in range(n)]
         counts_from = [(j + rank) % 3 + 1 for j in range(n)]
@@ -173,6 +176,12 @@ def run_all(check, rank, n):
             off = sum(cj[:rank])
             want.append(sent[j][off:off + cj[rank]])
         check.expect(f"alltoall_v {dtype}", recv, torch.cat(want))
+        if n > 1:  # equal counts, one tensor as both send and recv
+            same = source.clone()
+            per = [4] * n
+            bagua.alltoall_v(same, per, [4 * j for j in range(n)], same, per,
+                             [4 * j for j in range(n)])
+            check.expect(f"alltoall_v(t, .., t) {dtype}", same, a2a)
         # send/recv around a ring.
         if n > 1:
             got = torch.zeros_like(x)

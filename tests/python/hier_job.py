@@ -84,6 +84,22 @@ def train(algorithm_name, hierarchical, rank, device, steps=4, measure=False):
     return flat, sent, counted
 
 
+def per_node_sums(rank, device):
+    """The public per-node communicators of the default group (user code's
+    get_intra/inter_node_communicator): each rank's global rank summed over
+    each, with its members."""
+    from bagua.torch_api.communication import _get_default_group
+
+    group = _get_default_group()
+    out = {}
+    for kind, comm in (("intra", group.get_intra_node_communicator()),
+                       ("inter", group.get_inter_node_communicator())):
+        x = torch.tensor([float(rank)], device=device)
+        bagua.allreduce_inplace(x, comm=comm)
+        out[f"{kind}_ranks"], out[f"{kind}_sum"] = comm.ranks, x.item()
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--algorithm", required=True)
@@ -101,13 +117,14 @@ def main():
         device = torch.device("cuda", rank % torch.cuda.device_count())  # a GPU per rank
         torch.cuda.set_device(device)
     bagua.init_process_group()
+    node_sums = per_node_sums(rank, device)
     flat, _, counted_flat = train(args.algorithm, False, rank, device)
     hier, sent, counted = train(args.algorithm, True, rank, device,
                                 measure=shutil.which("ss") is not None)
     with open(f"{args.out}.rank{rank}.json", "w") as f:
         json.dump({"rank": rank, "node": rank // per_node, "flat": flat, "hierarchical": hier,
                    "sent": sent, "pid": os.getpid(), "counted_flat": counted_flat,
-                   "counted": counted}, f)
+                   "counted": counted, **node_sums}, f)
 
 
 if __name__ == "__main__":

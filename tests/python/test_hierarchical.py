@@ -27,6 +27,13 @@ def test_hierarchical_equals_flat_and_only_leaders_cross_nodes(outdir, algorithm
     for rank, peer, sent in others:  # a non-leader: nothing beyond a store's few bytes
         assert sent < 1024, (algorithm, rank, peer, sent)
     assert between_leaders > 100_000, between_leaders
+    # The public per-node communicators: node 0 is ranks 0-1, node 1 ranks 2-3
+    # (they once met under one store key and paired ranks of different nodes).
+    for r in ranks:
+        node, place = divmod(r["rank"], 2)
+        assert r["intra_ranks"] == [2 * node, 2 * node + 1], r
+        assert r["inter_ranks"] == [place, place + 2], r
+        assert r["intra_sum"] == sum(r["intra_ranks"]) and r["inter_sum"] == sum(r["inter_ranks"]), r
 
 
 def test_one_rank_per_node_is_the_flat_path(outdir):

@@ -225,6 +225,16 @@ def reduce_scatter_inplace(tensor, op=ReduceOp.SUM, comm=None):
         reduce_scatter(tensor.clone(), _chunk(tensor, c.rank(), count), op, c)
 
 
+def _unaliased(send_tensor, recv_tensor):
+    """send_tensor, or a copy of it where its bytes overlap recv_tensor's:
+    an exchange in one buffer overwrites blocks before they are sent
+    (alltoall(t, t) returned wrong data; the original's library copied too)."""
+    s, r = send_tensor.data_ptr(), recv_tensor.data_ptr()
+    if s < r + _bytes(recv_tensor) and r < s + _bytes(send_tensor):
+        return send_tensor.clone()
+    return send_tensor
+
+
 def alltoall(send_tensor, recv_tensor, comm=None):
     """Chunk j of my send_tensor goes to rank j; chunk j of recv_tensor comes from rank j."""
     ready = _prepare("alltoall", comm, send_tensor.numel(), send_tensor=send_tensor,
@@ -233,6 +243,7 @@ def alltoall(send_tensor, recv_tensor, comm=None):
         comm, backend, device, _ = ready
         _need_equal("alltoall", send_tensor, "send_tensor", recv_tensor, "recv_tensor")
         _equal_chunks("alltoall", send_tensor, comm.nranks())
+        send_tensor = _unaliased(send_tensor, recv_tensor)
         _call(backend, device, "alltoall", send_tensor.data_ptr(), recv_tensor.data_ptr(),
               _bytes(send_tensor) // comm.nranks())
 
@@ -267,6 +278,7 @@ def alltoall_v(send_tensor, send_counts, send_displs, recv_tensor, recv_counts, 
                 _need(d + c <= tensor.numel(), "alltoall_v",
                       f"{side}_displs[{j}] + {side}_counts[{j}] = {d + c} is beyond "
                       f"{side}_tensor's {tensor.numel()} elements")
+        send_tensor = _unaliased(send_tensor, recv_tensor)
         _call(backend, device, "alltoall_v", send_tensor.data_ptr(),
               [c * size for c in lists["send_counts"]], [d * size for d in lists["send_displs"]],
               recv_tensor.data_ptr(), [c * size for c in lists["recv_counts"]],

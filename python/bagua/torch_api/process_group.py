@@ -13,6 +13,7 @@ join in time get a TimeoutError that says so).
 """
 import atexit
 import datetime
+import hashlib
 import os
 import weakref
 
@@ -88,6 +89,17 @@ class BaguaCommunicator:
     def rank(self):
         return self._rank
 
+    def _store_kind(self):
+        """The kind, and for the per-node kinds the ranks: each node's intra
+        communicator (and each position's inter one) meets under its own key
+        (one key for all of them paired ranks of different nodes: wrong sums)."""
+        if self.kind == "global":
+            return self.kind
+        ranks = "-".join(str(r) for r in self.ranks)
+        if len(ranks) > 64:
+            ranks = hashlib.sha1(ranks.encode()).hexdigest()[:16]
+        return f"{self.kind}/{ranks}"
+
     def nranks(self):
         return len(self.ranks)
 
@@ -119,7 +131,7 @@ class BaguaCommunicator:
         if background:
             key = key + ("background",)
         if key not in self._backends:
-            prefix = _store_prefix(self.group.group_name, self.kind, device)
+            prefix = _store_prefix(self.group.group_name, self._store_kind(), device)
             if background:
                 prefix += "/background"
             count = _state["created"][prefix] = _state["created"].get(prefix, 0) + 1
