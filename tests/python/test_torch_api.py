@@ -81,3 +81,20 @@ def test_unsupported_dtype_is_an_error(tmp_path):
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and "torch.float64" in run.stderr, run.stderr[-2000:]
+
+
+def test_torch_distributed_reduce_ops_map_by_name():
+    """torch.distributed's ops by name: by value torch's AVG was our PRODUCT,
+    its PRODUCT our MIN, its MIN our MAX."""
+    import torch.distributed as dist
+
+    from bagua.torch_api import ReduceOp
+    from bagua.torch_api.collectives import _op_name
+
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"):
+        assert _op_name(getattr(dist.ReduceOp, name)) == name.lower()
+    assert _op_name(ReduceOp.AVG) == "avg" and _op_name(10) == "avg"  # the original's ints
+    with pytest.raises(ValueError, match="PREMUL_SUM has no counterpart"):
+        _op_name(dist.ReduceOp.PREMUL_SUM)
+    with pytest.raises(ValueError, match="unknown ReduceOp 42"):
+        _op_name(42)

@@ -62,12 +62,26 @@ def _communicator(comm):
     return comm if comm.rank() >= 0 else None
 
 
-def _op_name(op):
+def _reduce_op(op):
+    """bagua.ReduceOp for `op`: one of ours, its value (the original's ints),
+    or torch.distributed's by name (by value torch's AVG was our PRODUCT)."""
+    if isinstance(op, ReduceOp):
+        return op
+    name = getattr(op, "name", None)
+    if isinstance(name, str) and type(op).__module__.startswith("torch"):
+        if name in ReduceOp.__members__:
+            return ReduceOp[name]
+        raise ValueError(f"bagua: torch.distributed.ReduceOp.{name} has no counterpart here; "
+                         f"use bagua.ReduceOp ({', '.join(o.name for o in ReduceOp)})")
     try:
-        return _OP_NAMES[ReduceOp(op)]
+        return ReduceOp(op)
     except ValueError:
         raise ValueError(f"bagua: unknown ReduceOp {op!r}; use bagua.ReduceOp "
                          f"({', '.join(o.name for o in ReduceOp)})") from None
+
+
+def _op_name(op):
+    return _OP_NAMES[_reduce_op(op)]
 
 
 def _check_tensors(primitive, **tensors):
@@ -115,7 +129,7 @@ def _agree(comm, backend, device, primitive, dtype, count, root=-1, op=None):
     if comm.nranks() == 1 or not _checked_across_ranks(device):
         return
     mine = torch.tensor([_PRIMITIVES.index(primitive), _DTYPE_CODES.get(dtype, -1), count, root,
-                         -1 if op is None else int(op)], dtype=torch.int64, device=device)
+                         -1 if op is None else int(_reduce_op(op))], dtype=torch.int64, device=device)
     rows = torch.empty(comm.nranks() * 5, dtype=torch.int64, device=device)
     _call(backend, device, "allgather", mine.data_ptr(), rows.data_ptr(), 40)
     rows = rows.view(-1, 5).cpu().tolist()
@@ -151,7 +165,7 @@ def _prepare(primitive, comm, count_for_check, root=-1, op=None, collective=True
     if op is not None:
         name = _op_name(op)
         if name.startswith("b") and dtype.is_floating_point:
-            raise ValueError(f"bagua.{primitive}: ReduceOp.{ReduceOp(op).name} needs an integer "
+            raise ValueError(f"bagua.{primitive}: ReduceOp.{_reduce_op(op).name} needs an integer "
                              f"dtype, got {dtype}")
     backend = comm.backend(device)
     if collective:
