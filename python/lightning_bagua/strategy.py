@@ -13,6 +13,7 @@ algorithm. Manual optimization works: gradients are averaged in
 `manual_backward`, as in automatic optimization.
 """
 import json
+import os
 from contextlib import contextmanager
 
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
@@ -20,6 +21,7 @@ from lightning.pytorch.overrides.distributed import _sync_module_states
 from lightning.pytorch.strategies import DDPStrategy, StrategyRegistry
 from lightning.pytorch.trainer.states import TrainerFn
 
+import bagua.torch_api as bagua_api
 from bagua import registry
 from bagua.torch_api.algorithms import GlobalAlgorithmRegistry
 from bagua.torch_api.algorithms.q_adam import QAdamOptimizer
@@ -96,6 +98,18 @@ class BaguaStrategy(DDPStrategy):
             with open(path, "w") as f:
                 json.dump(self._bagua_autotune_state, f, indent=1)
         return dict(self._bagua_autotune_state)
+
+    def setup_distributed(self):
+        """DDPStrategy's, then what bagua.torch_api reads, as the original
+        strategy set it: Lightning's launcher sets LOCAL_RANK, NODE_RANK and
+        WORLD_SIZE but not RANK or LOCAL_WORLD_SIZE (bagua.get_rank() was 0
+        on every rank), and Bagua's default group on torch's."""
+        super().setup_distributed()
+        os.environ.update(RANK=str(self.global_rank), WORLD_SIZE=str(self.world_size),
+                          LOCAL_RANK=str(self.local_rank), NODE_RANK=str(self.node_rank),
+                          LOCAL_WORLD_SIZE=str(self.num_processes))
+        if not bagua_api.is_initialized():
+            bagua_api.init_process_group()
 
     def setup(self, trainer):
         """DDPStrategy.setup with the optimizers set up before the model is

@@ -55,6 +55,12 @@ class Digits(L.LightningModule):
                                        torch.nn.ReLU(), torch.nn.Linear(48, 10))
 
     def training_step(self, batch, batch_idx):
+        if batch_idx == 0:  # what bagua.torch_api says during fit (Lightning's teardown
+            import bagua.torch_api as bagua_api  # deletes WORLD_SIZE after it)
+
+            self.bagua_env = [bagua_api.is_initialized(), bagua_api.get_rank(),
+                              bagua_api.get_world_size(), bagua_api.get_local_rank(),
+                              bagua_api.get_local_size()]
         x, y = batch
         loss = torch.nn.functional.cross_entropy(self.net(x), y)
         self.log("loss", loss, sync_dist=True)
@@ -148,6 +154,7 @@ def train(args, strategy, out):
                         for o in trainer.optimizers]}
     if isinstance(trainer.strategy, BaguaStrategy):
         result["autotune"] = trainer.strategy.autotune_state()
+        result["bagua_env"] = getattr(model, "bagua_env", None)
     if args.resume:
         trainer2 = L.Trainer(accelerator="cpu", devices=2, strategy=make_strategy(),
                              max_steps=args.steps + 10, logger=False, enable_checkpointing=False,

@@ -47,6 +47,8 @@ def test_lightning_trains_with_bagua(trained, strategy):
     assert run.returncode == 0, run.stderr[-4000:]
     ranks = load_ranks(prefix, 2)
     assert ranks[0]["strategy"] == "BaguaStrategy"
+    for r in ranks:  # what bagua.torch_api says inside the strategy (RANK was never set)
+        assert r["bagua_env"] == [True, r["rank"], 2, r["rank"], 2], r["bagua_env"]
     if "decentralized" not in strategy and "local_sgd" not in strategy:  # their own weights
         assert ranks[0]["weights"] == ranks[1]["weights"], "ranks disagree on the weights"
     assert ranks[0]["accuracy"] > 0.8
