@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "runtime/algorithms/gradient_allreduce.h"
+#include "runtime/comm/in_flight.h"
 #include "runtime/common/error.h"
 
 namespace bagua {
@@ -86,11 +87,23 @@ DiLoCo::DiLoCo(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> op
 }
 
 DiLoCo::~DiLoCo() {
+  // A failed exchange was reported by afterStep(); one still running behind
+  // a late peer (in flight is DiLoCo's normal state with overlap) keeps the
+  // buffers it uses: every fragment's work, then a fence after all of it.
+  std::vector<std::shared_ptr<Work>> works;
+  for (const Fragment& fr : fragments_) works.push_back(fr.work);
   try {
-    flush();
+    works.push_back(ops_->fence("diloco: teardown"));
   } catch (const std::exception&) {
-    // reported by afterStep(); the buffers go anyway
+    // the communicator is stopped: what it had queued has run
   }
+  struct Buffers {
+    std::vector<Bucket> buckets;
+    std::unique_ptr<ByteGrad> compressor;
+  };
+  auto buffers =
+      std::make_shared<Buffers>(Buffers{std::move(buckets_), std::move(compressor_)});
+  drainOrKeep(works, options_.timeout, std::move(buffers), "diloco");
 }
 
 void DiLoCo::afterStep(uintptr_t stream) {

@@ -154,8 +154,7 @@ std::shared_ptr<Work> GlooCommunicator::send(const void* data, size_t bytes, int
         buf->waitSend(timeout);
         done->succeed();
       } catch (const std::exception& e) {
-        done->fail(std::make_exception_ptr(
-            CommError(done->what() + " failed: " + e.what(), __FILE__, __LINE__)));
+        done->fail(mapCommException(done->what(), e));  // a timeout is a TimeoutError
       }
     }).detach();
   });

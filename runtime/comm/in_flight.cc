@@ -19,15 +19,17 @@ void drainOrKeep(const std::vector<std::shared_ptr<Work>>& works, std::chrono::m
                  std::shared_ptr<void> keep, const std::string& owner) {
   bool running = false;
   for (const auto& work : works) {
-    if (!work) continue;
-    for (int attempt = 0; attempt < 2 && !finished(*work); ++attempt) {
-      try {
-        work->wait(timeout);
-      } catch (const std::exception&) {
-        // its error was reported to whoever waited first; here only "still running" counts
-      }
+    if (!work || finished(*work)) continue;
+    try {
+      work->wait(timeout);
+    } catch (const std::exception&) {
+      // its error was reported to whoever waited first; here only "still running" counts
     }
-    running = running || !finished(*work);
+    // Work of one communicator finishes in order: the rest waits behind this one.
+    if (!finished(*work)) {
+      running = true;
+      break;
+    }
   }
   if (!running) return;
   // Never destroyed: the communicator may write into these until it ends.

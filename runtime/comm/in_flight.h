@@ -2,9 +2,12 @@
 // waiting for a collective (its timeout passed: a peer is late or gone) must
 // not free what the collective still reads and writes: the communicator runs
 // it until the peers arrive or its own timeout ends it. drainOrKeep() waits
-// once more, then keeps whatever is given for the rest of the process if
-// some work is still running (a leak, bounded by the failures, instead of a
-// use after free: bench review, stop 51).
+// for the work once more (an owner passes its last operations and a fresh
+// fence, which finishes after everything queued before it), then keeps
+// whatever is given for the rest of the process if some work is still
+// running (a leak, bounded by the failures, instead of a use after free).
+// Tasks that write into the caller's tensors (copy-backs, weight updates)
+// still run when the late peer arrives: that memory is the caller's.
 #pragma once
 
 #include <chrono>
@@ -19,9 +22,10 @@ namespace bagua {
 // True once `work` finished, successfully or not.
 bool finished(Work& work);
 
-// Waits for each of `works` (up to `timeout` each, twice for one that the
-// first wait left running); if any is still running, `keep` is never
-// released and one line on stderr says so, naming `owner`. Never throws.
+// Waits for each of `works` in turn (up to `timeout` each; works of one
+// communicator finish in order, so it stops at the first still running); if
+// one is, `keep` is never released and one line on stderr says so, naming
+// `owner`. Never throws.
 void drainOrKeep(const std::vector<std::shared_ptr<Work>>& works, std::chrono::milliseconds timeout,
                  std::shared_ptr<void> keep, const std::string& owner);
 

@@ -283,8 +283,13 @@ TEST(ReducerErrors, ARankThatDiesFailsTheStepWithinTheTimeout) {
 // reducer's timeout (but within the communicator's): the bucket's buffers
 // outlive it until the collective ends (ASan saw Gloo write a freed bucket),
 // and the closing rank says so on stderr.
-TEST(ReducerErrors, ClosedWithABucketWaitingForALatePeer) {
-  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+// With and without a wait() that timed out first (it forgets its buckets:
+// only the reducer's teardown fence knows they still run).
+class ClosedWithALatePeer : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ClosedWithALatePeer, KeepsTheBucketBuffers) {
+  const bool waitFirst = GetParam();
+  auto outcomes = runRanks(2, [waitFirst](int rank, int size, Store& store) {
     GlooCommunicator::Options go = loopbackGloo("late");
     go.timeout = 10s;
     auto comm = std::make_shared<GlooCommunicator>(store, rank, size, go);
@@ -299,12 +304,21 @@ TEST(ReducerErrors, ClosedWithABucketWaitingForALatePeer) {
       if (rank == 1) std::this_thread::sleep_for(2500ms);  // late, not dead
       reducer.markAllReady();
       if (rank == 1) reducer.wait();
+      if (rank == 0 && waitFirst) {
+        try {
+          reducer.wait();  // times out (and forgets the bucket's Work)
+          check(false, "the step finished without the late peer");
+        } catch (const TimeoutError&) {
+        }
+      }
     }  // rank 0: closed with the bucket in flight, as an exception unwinding would
     std::this_thread::sleep_for(rank == 0 ? 3s : 500ms);  // rank 1's allreduce runs meanwhile
     return 0;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
+
+INSTANTIATE_TEST_SUITE_P(ReducerErrors, ClosedWithALatePeer, ::testing::Bool());
 
 }  // namespace
 }  // namespace bagua::testing

@@ -103,7 +103,7 @@ def check_state(state, what):
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"bagua: {what}: not an autotune state (expected a JSON object with "
                          f"\"format\": \"{FORMAT}\", as autotune_state() writes)")
-    if state.get("status", "done") not in ("done", "loaded"):
+    if state.get("status") in ("searching", "waiting"):
         raise ValueError(f"bagua: {what}: saved before its search finished (status "
                          f"{state.get('status')!r}); use one saved once autotune_state() says "
                          "\"done\", or search again (autotune=True)")
