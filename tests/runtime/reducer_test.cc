@@ -294,13 +294,16 @@ TEST_P(ClosedWithALatePeer, KeepsTheBucketBuffers) {
     go.timeout = 10s;
     auto comm = std::make_shared<GlooCommunicator>(store, rank, size, go);
     auto ops = std::make_shared<CpuOps>(*comm);
-    std::vector<float> g(1 << 18, 1.0f);
+    // The caller's gradient: the late collective's copy-back still writes it
+    // after the reducer is gone (the caller's memory is not the reducer's to
+    // keep), so here it lives as long as the process.
+    auto* g = new std::vector<float>(1 << 18, 1.0f);
     Reducer::Options o;
     o.timeout = 500ms;
     {
       Reducer reducer(comm, ops, std::make_shared<GradientAllreduce>(),
-                      {TensorSpec{"g", g.data(), g.size(), DType::kFloat32, Device::kCpu}}, store,
-                      o);
+                      {TensorSpec{"g", g->data(), g->size(), DType::kFloat32, Device::kCpu}},
+                      store, o);
       if (rank == 1) std::this_thread::sleep_for(2500ms);  // late, not dead
       reducer.markAllReady();
       if (rank == 1) reducer.wait();
