@@ -50,19 +50,13 @@ AsyncModelAverage::~AsyncModelAverage() {
   stopThread();
   // A round that timed out left its collectives queued behind a late peer:
   // they keep the snapshot, sum and flag buffers until they end.
-  std::shared_ptr<Work> teardown;
-  try {
-    teardown = ops_->fence("async: teardown");
-  } catch (const std::exception&) {
-    return;  // the communicator is gone: nothing of ours is queued on it
-  }
   struct Buffers {
     std::vector<std::unique_ptr<DeviceBuffer>> snapshot, sum;
     std::unique_ptr<DeviceBuffer> flag;
   };
   auto buffers = std::make_shared<Buffers>(
       Buffers{std::move(snapshot_), std::move(sum_), std::move(flag_)});
-  drainOrKeep({teardown}, options_.timeout, std::move(buffers), "async model average");
+  drainOrKeep(*ops_, {}, options_.timeout, std::move(buffers), "async model average");
 }
 
 void AsyncModelAverage::stopThread() {

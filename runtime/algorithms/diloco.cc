@@ -89,21 +89,16 @@ DiLoCo::DiLoCo(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps> op
 DiLoCo::~DiLoCo() {
   // A failed exchange was reported by afterStep(); one still running behind
   // a late peer (in flight is DiLoCo's normal state with overlap) keeps the
-  // buffers it uses: every fragment's work, then a fence after all of it.
+  // buffers it uses.
   std::vector<std::shared_ptr<Work>> works;
   for (const Fragment& fr : fragments_) works.push_back(fr.work);
-  try {
-    works.push_back(ops_->fence("diloco: teardown"));
-  } catch (const std::exception&) {
-    // the communicator is stopped: what it had queued has run
-  }
   struct Buffers {
     std::vector<Bucket> buckets;
     std::unique_ptr<ByteGrad> compressor;
   };
   auto buffers =
       std::make_shared<Buffers>(Buffers{std::move(buckets_), std::move(compressor_)});
-  drainOrKeep(works, options_.timeout, std::move(buffers), "diloco");
+  drainOrKeep(*ops_, std::move(works), options_.timeout, std::move(buffers), "diloco");
 }
 
 void DiLoCo::afterStep(uintptr_t stream) {

@@ -31,14 +31,8 @@ LocalSgd::LocalSgd(std::shared_ptr<Communicator> comm, std::shared_ptr<DeviceOps
 LocalSgd::~LocalSgd() {
   // A failed average was reported by afterStep(); one still running (a late
   // peer) keeps the flat buffers it uses.
-  std::shared_ptr<Work> teardown;
-  try {
-    teardown = ops_->fence("local_sgd: teardown");
-  } catch (const std::exception&) {
-    return;  // the communicator is gone: nothing of ours is queued on it
-  }
   auto flat = std::make_shared<std::vector<std::unique_ptr<DeviceBuffer>>>(std::move(flat_));
-  drainOrKeep({teardown}, options_.timeout, std::move(flat), "local_sgd");
+  drainOrKeep(*ops_, {}, options_.timeout, std::move(flat), "local_sgd");
 }
 
 void LocalSgd::setSteps(int64_t steps) {

@@ -45,4 +45,15 @@ void drainOrKeep(const std::vector<std::shared_ptr<Work>>& works, std::chrono::m
                owner.c_str());
 }
 
+void drainOrKeep(DeviceOps& ops, std::vector<std::shared_ptr<Work>> works,
+                 std::chrono::milliseconds timeout, std::shared_ptr<void> keep,
+                 const std::string& owner) {
+  try {
+    works.push_back(ops.fence(owner + ": teardown"));
+  } catch (const std::exception&) {
+    // the communicator is stopped: what it had queued has run
+  }
+  drainOrKeep(works, timeout, std::move(keep), owner);
+}
+
 }  // namespace bagua

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/comm/work.h"
+#include "runtime/ops/device_ops.h"
 
 namespace bagua {
 
@@ -28,5 +29,12 @@ bool finished(Work& work);
 // `owner`. Never throws.
 void drainOrKeep(const std::vector<std::shared_ptr<Work>>& works, std::chrono::milliseconds timeout,
                  std::shared_ptr<void> keep, const std::string& owner);
+
+// The same with a teardown fence queued on `ops` after `works`: it finishes
+// after everything the owner queued (a wait() that threw forgets its works).
+// A stopped communicator takes no fence: what it had queued has run.
+void drainOrKeep(DeviceOps& ops, std::vector<std::shared_ptr<Work>> works,
+                 std::chrono::milliseconds timeout, std::shared_ptr<void> keep,
+                 const std::string& owner);
 
 }  // namespace bagua

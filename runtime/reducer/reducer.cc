@@ -57,15 +57,7 @@ Reducer::~Reducer() {
     std::shared_ptr<Algorithm> algorithm;  // its per-bucket scratch
   };
   auto buffers = std::make_shared<Buffers>(Buffers{std::move(storage_), algorithm_});
-  // A fence after everything queued: wait() forgets its buckets even when it
-  // threw (a peer late), and their collectives and copy-backs may be queued.
-  std::vector<std::shared_ptr<Work>> works = work_;
-  try {
-    works.push_back(ops_->fence("reducer: teardown"));
-  } catch (const std::exception&) {
-    // the communicator is stopped: what it had queued has run
-  }
-  drainOrKeep(works, options_.timeout, std::move(buffers), "reducer");
+  drainOrKeep(*ops_, work_, options_.timeout, std::move(buffers), "reducer");
 }
 
 void Reducer::markReady(size_t index) {
