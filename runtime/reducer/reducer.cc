@@ -192,13 +192,8 @@ void Reducer::watchdog() {
     std::string pending;
     for (size_t i = 0; i < work_.size(); ++i) {
       if (now - launchedAt_[i] < options_.timeout) continue;
-      bool finished = false;
-      try {
-        finished = work_[i]->done();
-      } catch (const std::exception&) {
-        finished = true;  // failed: wait() reports it
-      }
-      if (!finished) pending += (pending.empty() ? "" : ", ") + work_[i]->what();
+      // (one that failed is finished: wait() reports it)
+      if (!finished(*work_[i])) pending += (pending.empty() ? "" : ", ") + work_[i]->what();
     }
     if (!pending.empty() && watchdogError_.empty()) {
       watchdogError_ = "watchdog: still pending after " + std::to_string(options_.timeout.count()) +
