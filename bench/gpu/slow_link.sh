@@ -28,6 +28,9 @@
 #   busy / rwnd_limited / sndbuf_limited time, cwnd, rtt; needs ss, pack_tools.sh DIR ss) into
 #   OUT_DIR/tcp_info.txt, condensed per configuration by bench/cpu/tcp_info_summary.py
 #   (OUT_DIR/tcp_info_summary.md)
+#   DDP_GAP_MS=<ms> (also DDP steps with the link idle this long between them)
+#   TCP_CC=<name> (the TCP congestion control on the link's routes, e.g. cubic, most distributions'
+#   default; unset: the host's, bbr on the GPU host)
 #   EMU_REALTIME=1 (tun: the emulator's threads run SCHED_FIFO; 0: as before 2026-11-30)
 #   RANK_CPUS=<list> (the ranks and probes are pinned there; LINK=tun's default:
 #   every CPU but EMU_CPUS, so the delay line is never preempted by a rank)
@@ -55,6 +58,7 @@ EMU_MTU=${EMU_MTU:-9000}
 EMU_PID=
 RANK_CPUS=${RANK_CPUS:-}
 PROBE_STREAMS=${PROBE_STREAMS:-4}
+TCP_CC=${TCP_CC:-}
 if [ "$LINK" = tun ] && [ -z "$RANK_CPUS" ]; then
   RANK_CPUS=$(python3 -c '
 import os, sys
@@ -130,6 +134,15 @@ else
   done
 fi
 
+if [ -n "$TCP_CC" ]; then
+  # Per route (ip route congctl): the namespaces' sysctl is read-only in containers.
+  for ns in "$A" "$B"; do
+    peer=10.233.0.2; [ "$ns" = "$B" ] && peer=10.233.0.1
+    ip -n "$ns" route replace "$peer" dev $IF congctl "$TCP_CC" ||
+      { echo "slow_link.sh: cannot set congestion control $TCP_CC" >&2; exit 2; }
+  done
+fi
+
 {
   echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -143,6 +156,9 @@ fi
     tc -n "$A" qdisc show dev $IF
   fi
   [ -n "$RANK_CPUS" ] && echo "ranks and probes on CPUs $RANK_CPUS"
+  echo "congestion control: ${TCP_CC:-$(ip netns exec "$A" sysctl -n net.ipv4.tcp_congestion_control)}," \
+    "slow start after idle: $(ip netns exec "$A" sysctl -n net.ipv4.tcp_slow_start_after_idle)"
+  ip -n "$A" route show
   # Plain TCP across the link, 5 s: one stream, then one each way at once
   # (all_reduce sends both ways): what the link gives one socket.
   probe() {  # probe LABEL FROM_NS TO_NS TO_ADDR PORT STREAMS (link_probe.py, 5 s)
@@ -204,7 +220,7 @@ for rep in $(seq 1 "$REPS"); do
         NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO \
         NCCL_DEBUG_SUBSYS=INIT,NET,TUNING \
         timeout "$CAP_S" python3 "$HERE/slow_link_bench.py" --rank $rank --world 2 \
-        --master 10.233.0.1:$port --config "$name" --out "$OUT/results.jsonl" \
+        --master 10.233.0.1:$port --config "$name" --out "$OUT/results.jsonl" --ddp-gap-ms "${DDP_GAP_MS:-0}" \
         >"$OUT/${name}_$rep.rank$rank.log" 2>&1 &
       pids+=($!)
     done

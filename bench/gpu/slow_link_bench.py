@@ -26,6 +26,9 @@ def args_():
     p.add_argument("--sizes-mib", default="1,4,16,64,256")
     p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per size (at least 3 ops)")
     p.add_argument("--ddp-steps", type=int, default=15)
+    p.add_argument("--ddp-gap-ms", type=float, default=0.0,
+                   help="also time DDP steps with the link idle this long between them (a model's "
+                        "compute or data loading): TCP may restart from a small window after idle")
     return p.parse_args()
 
 
@@ -62,7 +65,7 @@ def allreduce(rank, world, nbytes, seconds):
             "busbw_GBps": algbw * 2 * (world - 1) / world, "exact": exact}
 
 
-def ddp_rate(steps):
+def ddp_rate(steps, gap_s=0.0):
     torch.manual_seed(0)
     layers = []
     for _ in range(6):
@@ -81,12 +84,20 @@ def ddp_rate(steps):
         step()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
+    idle = 0.0
     for _ in range(steps):
         step()
+        if gap_s > 0:
+            torch.cuda.synchronize()
+            t_idle = time.perf_counter()
+            time.sleep(gap_s)
+            idle += time.perf_counter() - t_idle
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    # comm_ms_per_step: the step's time with the idle gaps taken out.
     return {"params": sum(p.numel() for p in model.parameters()), "steps": steps,
-            "steps_per_s": steps / dt}
+            "steps_per_s": steps / dt, "gap_ms": gap_s * 1e3,
+            "busy_ms_per_step": (dt - idle) / steps * 1e3}
 
 
 def main():
@@ -99,6 +110,8 @@ def main():
     for mib in (int(s) for s in a.sizes_mib.split(",")):
         result["allreduce"].append(allreduce(a.rank, a.world, mib << 20, a.seconds))
     result["ddp"] = ddp_rate(a.ddp_steps)
+    if a.ddp_gap_ms > 0:
+        result["ddp_gap"] = ddp_rate(a.ddp_steps, a.ddp_gap_ms / 1e3)
     dist.destroy_process_group()
     if a.rank == 0:
         with open(a.out, "a") as f:

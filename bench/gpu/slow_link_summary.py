@@ -42,6 +42,13 @@ def main(out, rate_gbit):
         print(f"| {size >> 20} MiB | " + " | ".join(cells) + " |")
     print("\nDDP (MLP 6 x Linear(2048, 2048), batch 64), steps/s, median: " + "; ".join(
         f"{c} {statistics.median(r['ddp']['steps_per_s'] for r in runs[c]):.2f}" for c in configs))
+    gapped = [c for c in configs if all("ddp_gap" in r for r in runs[c])]
+    if gapped:
+        gap = runs[gapped[0]][0]["ddp_gap"]["gap_ms"]
+        print(f"DDP with the link idle {gap:g} ms between steps: ms per step without the gap, "
+              "median: " + "; ".join(
+                  f"{c} {statistics.median(r['ddp_gap']['busy_ms_per_step'] for r in runs[c]):.1f}"
+                  for c in gapped))
     inexact = [c for c in configs for r in runs[c] for a in r["allreduce"] if not a["exact"]]
     print(f"\nexact all_reduce results: {'all' if not inexact else 'NOT for ' + ', '.join(sorted(set(inexact)))}; "
           f"runs per config: " + ", ".join(f"{c} {len(runs[c])}" for c in configs))
