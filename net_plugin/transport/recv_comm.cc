@@ -254,13 +254,17 @@ void RecvStream::stopReading() {
   // close) that the comm's close() runs later. Nothing is pending on it: a
   // receive stream never sends, and its receive has just completed; epoll
   // forgets a socket whose last descriptor goes.
+  // The shutdown first: where a fork()ed child still holds the socket, the
+  // last descriptor does not go with ours and no reset is sent, but data
+  // arriving at a socket shut for reading is answered with one.
   linger abort{1, 0};
   ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  ::shutdown(fd_.get(), SHUT_RDWR);
   int placeholder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (placeholder < 0 || ::dup2(placeholder, fd_.get()) < 0) {
-    ::shutdown(fd_.get(), SHUT_RDWR);  // out of descriptors: a FIN at least
+  if (placeholder >= 0) {
+    ::dup2(placeholder, fd_.get());  // fails only with EINTR/EBUSY: the fd keeps its shut socket
+    ::close(placeholder);
   }
-  if (placeholder >= 0) ::close(placeholder);
 }
 
 void RecvStream::parseHeader() {

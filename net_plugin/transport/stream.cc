@@ -52,6 +52,11 @@ void Stream::finishClose() {
     linger abort{1, 0};
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
   }
+  // close() ends the connection only with the socket's last descriptor: a
+  // child the process fork()ed (a PyTorch DataLoader worker) holds copies, and
+  // the peer would then wait on a socket nobody reads. shutdown() acts on the
+  // socket itself: the peer reads EOF, and data it sends after gets a reset.
+  ::shutdown(fd_.get(), SHUT_RDWR);
   fd_.reset();  // close(): queued data still goes out, followed by FIN
   settleAfterRelease();
 }

@@ -5,7 +5,10 @@
 // BAGUA_NET_CONNECT_TIMEOUT_MS) so each bound is exercised quickly.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstring>
@@ -205,6 +208,56 @@ TEST(Close, ReceiveCloseWithRequestsInFlightIsPromptAndSenderSeesError) {
   for (int i = 0; i < 20 && rc == ncclSuccess; ++i) {
     rc = waitForError(postSend(link.sendComm, big.data(), big.size()), 10s);
   }
+  EXPECT_EQ(rc, ncclRemoteError);
+  closeLink(link);
+}
+
+// A child forked now (a PyTorch DataLoader worker) holds a copy of every
+// socket the process has; it does nothing until killed (at most 60 s).
+pid_t forkSocketHolder() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(60);
+    for (;;) ::pause();
+  }
+  return pid;
+}
+
+void killChild(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+TEST(Close, SendCloseIsSeenByThePeerWhileAForkedChildHoldsTheSockets) {
+  Link link = connectLink();
+  std::vector<uint8_t> msg(1 << 20, 7), in(msg.size());
+  void* rreq = postRecv(link.recvComm, in.data(), in.size());
+  ASSERT_EQ(waitRequest(postSend(link.sendComm, msg.data(), msg.size())), ncclSuccess);
+  ASSERT_EQ(waitRequest(rreq), ncclSuccess);
+  pid_t child = forkSocketHolder();
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(api::closeSend(link.sendComm), ncclSuccess);
+  link.sendComm = nullptr;
+  // The sender is gone: the receive fails (EOF) instead of waiting for data
+  // that the child's copies of the sockets will never send.
+  ncclResult_t rc = waitForError(postRecv(link.recvComm, in.data(), in.size()), 10s);
+  killChild(child);
+  EXPECT_EQ(rc, ncclRemoteError);
+  closeLink(link);
+}
+
+TEST(Close, ReceiveCloseIsSeenByThePeerWhileAForkedChildHoldsTheSockets) {
+  Link link = connectLink();
+  std::vector<uint8_t> big(64 << 20, 7);
+  pid_t child = forkSocketHolder();
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(api::closeRecv(link.recvComm), ncclSuccess);
+  link.recvComm = nullptr;
+  ncclResult_t rc = ncclSuccess;
+  for (int i = 0; i < 20 && rc == ncclSuccess; ++i) {
+    rc = waitForError(postSend(link.sendComm, big.data(), big.size()), 10s);
+  }
+  killChild(child);
   EXPECT_EQ(rc, ncclRemoteError);
   closeLink(link);
 }
