@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu_reduce.h"
+#include "kernels/float_bits.h"
 #include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/op_args.h"
 #include "runtime/common/error.h"
@@ -52,6 +53,34 @@ ReduceFn reduceFunction(DType dtype, ReduceOp op) {
 
 uint8_t* bytePtr(const void* p) { return static_cast<uint8_t*>(const_cast<void*>(p)); }
 
+// float16 and bfloat16 averages are taken in fp32 (twice the bytes on the
+// wire), each value divided by the ranks before the sum, as NCCL's ncclAvg
+// does for floats: their sum overflows where their mean does not (40000 and
+// 60000 averaged to inf in float16; bfloat16's range is fp32's).
+bool averagesWide(DType dtype, ReduceOp op) {
+  return op == ReduceOp::kAvg && (dtype == DType::kFloat16 || dtype == DType::kBFloat16);
+}
+
+// `in` in fp32, divided by `ranks`: what the ranks then sum is their mean.
+std::vector<float> widenShare(DType dtype, const void* in, size_t n, int ranks) {
+  std::vector<float> wide(n);
+  const auto* bits = static_cast<const uint16_t*>(in);
+  for (size_t i = 0; i < n; ++i) {
+    wide[i] = dtype == DType::kFloat16 ? kernels::halfToFloat(bits[i])
+                                       : kernels::bf16ToFloat(bits[i]);
+  }
+  kernels::finishAverageCpu(DType::kFloat32, wide.data(), n, ranks);
+  return wide;
+}
+
+void narrow(DType dtype, const float* wide, void* out, size_t n) {
+  auto* bits = static_cast<uint16_t*>(out);
+  for (size_t i = 0; i < n; ++i) {
+    bits[i] = dtype == DType::kFloat16 ? kernels::floatToHalf(wide[i])
+                                       : kernels::floatToBf16(wide[i]);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Work> GlooCommunicator::allreduce(void* data, size_t count, DType dtype,
@@ -60,13 +89,23 @@ std::shared_ptr<Work> GlooCommunicator::allreduce(void* data, size_t count, DTyp
   checkElementCount("allreduce", count, dtype, 1);
   return enqueue(describeElements("allreduce", count, dtype), [this, data, count, dtype, op] {
     if (count == 0) return;
-    gloo::AllreduceOptions opts(context_);
-    withElementType(dtype, [&](auto t) { opts.setOutput(static_cast<decltype(t)*>(data), count); });
-    opts.setReduceFunction(reduceFunction(dtype, op));
-    opts.setTimeout(options_.timeout);
-    gloo::allreduce(opts);
-    if (op == ReduceOp::kAvg) kernels::finishAverageCpu(dtype, data, count, size_);
+    if (averagesWide(dtype, op)) {
+      std::vector<float> wide = widenShare(dtype, data, count, size_);
+      allreduceNow(wide.data(), count, DType::kFloat32, ReduceOp::kSum);
+      narrow(dtype, wide.data(), data, count);
+      return;
+    }
+    allreduceNow(data, count, dtype, op);
   });
+}
+
+void GlooCommunicator::allreduceNow(void* data, size_t count, DType dtype, ReduceOp op) {
+  gloo::AllreduceOptions opts(context_);
+  withElementType(dtype, [&](auto t) { opts.setOutput(static_cast<decltype(t)*>(data), count); });
+  opts.setReduceFunction(reduceFunction(dtype, op));
+  opts.setTimeout(options_.timeout);
+  gloo::allreduce(opts);
+  if (op == ReduceOp::kAvg) kernels::finishAverageCpu(dtype, data, count, size_);
 }
 
 std::shared_ptr<Work> GlooCommunicator::reduce(const void* in, void* out, size_t count, DType dtype,
@@ -77,23 +116,34 @@ std::shared_ptr<Work> GlooCommunicator::reduce(const void* in, void* out, size_t
   checkRootBuffer("reduce", "out", out, count, rank_, root);
   return enqueue(describeElements("reduce", count, dtype), [this, in, out, count, dtype, op, root] {
     if (count == 0) return;
-    // Gloo's ring reduce leaves partial results in `out` on every rank: other
-    // ranks reduce into a scratch buffer, so their buffers are not written.
-    const bool isRoot = rank_ == root;
-    std::vector<uint8_t> scratch(isRoot ? 0 : count * dtypeSize(dtype));
-    void* target = isRoot ? out : scratch.data();
-    gloo::ReduceOptions opts(context_);
-    withElementType(dtype, [&](auto t) {
-      using T = decltype(t);
-      if (in != target) opts.setInput(static_cast<T*>(const_cast<void*>(in)), count);
-      opts.setOutput(static_cast<T*>(target), count);
-    });
-    opts.setRoot(root);
-    opts.setReduceFunction(reduceFunction(dtype, op));
-    opts.setTimeout(options_.timeout);
-    gloo::reduce(opts);
-    if (isRoot && op == ReduceOp::kAvg) kernels::finishAverageCpu(dtype, out, count, size_);
+    if (averagesWide(dtype, op)) {
+      std::vector<float> wide = widenShare(dtype, in, count, size_);
+      reduceNow(wide.data(), wide.data(), count, DType::kFloat32, ReduceOp::kSum, root);
+      if (rank_ == root) narrow(dtype, wide.data(), out, count);
+      return;
+    }
+    reduceNow(in, out, count, dtype, op, root);
   });
+}
+
+void GlooCommunicator::reduceNow(const void* in, void* out, size_t count, DType dtype,
+                                 ReduceOp op, int root) {
+  // Gloo's ring reduce leaves partial results in `out` on every rank: other
+  // ranks reduce into a scratch buffer, so their buffers are not written.
+  const bool isRoot = rank_ == root;
+  std::vector<uint8_t> scratch(isRoot ? 0 : count * dtypeSize(dtype));
+  void* target = isRoot ? out : scratch.data();
+  gloo::ReduceOptions opts(context_);
+  withElementType(dtype, [&](auto t) {
+    using T = decltype(t);
+    if (in != target) opts.setInput(static_cast<T*>(const_cast<void*>(in)), count);
+    opts.setOutput(static_cast<T*>(target), count);
+  });
+  opts.setRoot(root);
+  opts.setReduceFunction(reduceFunction(dtype, op));
+  opts.setTimeout(options_.timeout);
+  gloo::reduce(opts);
+  if (isRoot && op == ReduceOp::kAvg) kernels::finishAverageCpu(dtype, out, count, size_);
 }
 
 std::shared_ptr<Work> GlooCommunicator::reduceScatter(const void* in, void* out,
@@ -106,20 +156,19 @@ std::shared_ptr<Work> GlooCommunicator::reduceScatter(const void* in, void* out,
   // reduce-scatter; fine for the CPU path).
   return enqueue(describeElements("reduceScatter", countPerRank, dtype),
                  [this, in, out, countPerRank, dtype, op] {
-                   const size_t chunkBytes = countPerRank * dtypeSize(dtype);
-                   if (chunkBytes == 0) return;
+                   if (countPerRank == 0) return;
                    const size_t count = countPerRank * static_cast<size_t>(size_);
-                   std::vector<uint8_t> all(bytePtr(in), bytePtr(in) + chunkBytes * size_);
-                   gloo::AllreduceOptions opts(context_);
-                   withElementType(dtype, [&](auto t) {
-                     opts.setOutput(reinterpret_cast<decltype(t)*>(all.data()), count);
-                   });
-                   opts.setReduceFunction(reduceFunction(dtype, op));
-                   opts.setTimeout(options_.timeout);
-                   gloo::allreduce(opts);
-                   std::memcpy(out, all.data() + chunkBytes * rank_, chunkBytes);
-                   if (op == ReduceOp::kAvg)
-                     kernels::finishAverageCpu(dtype, out, countPerRank, size_);
+                   const size_t first = countPerRank * static_cast<size_t>(rank_);
+                   if (averagesWide(dtype, op)) {
+                     std::vector<float> wide = widenShare(dtype, in, count, size_);
+                     allreduceNow(wide.data(), count, DType::kFloat32, ReduceOp::kSum);
+                     narrow(dtype, wide.data() + first, out, countPerRank);
+                     return;
+                   }
+                   const size_t bytes = dtypeSize(dtype);
+                   std::vector<uint8_t> all(bytePtr(in), bytePtr(in) + count * bytes);
+                   allreduceNow(all.data(), count, dtype, op);
+                   std::memcpy(out, all.data() + first * bytes, countPerRank * bytes);
                  });
 }
 

@@ -75,6 +75,10 @@ class GlooCommunicator final : public CpuCommunicator {
   std::shared_ptr<Work> enqueue(std::string what, std::function<void()> fn) override;
 
  private:
+  // The Gloo algorithms themselves, on the worker thread (enqueued work).
+  void allreduceNow(void* data, size_t count, DType dtype, ReduceOp op);
+  void reduceNow(const void* in, void* out, size_t count, DType dtype, ReduceOp op, int root);
+
   int rank_;
   int size_;
   Options options_;

@@ -109,6 +109,43 @@ TEST_P(GlooCollectives, IntegerAverageTruncatesTowardZero) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+// Each rank's value is near the dtype's largest: their sum overflows, their
+// mean does not (float16 averages were summed in float16: inf).
+TEST_P(GlooCollectives, HalfPrecisionAveragesDoNotOverflow) {
+  auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
+    GlooCommunicator comm(store, rank, size, loopbackGloo());
+    for (auto [dtype, value] : {std::pair{DType::kFloat16, 60000.0}, {DType::kBFloat16, 3e38}}) {
+      const std::string name = dtypeName(dtype);
+      auto filled = [&, dtype = dtype, value = value](size_t n) {
+        std::vector<uint8_t> bytes(n * dtypeSize(dtype));
+        for (size_t i = 0; i < n; ++i) storeValue(dtype, bytes.data(), i, value);
+        return bytes;
+      };
+      // What the dtype makes of `value` (bf16 rounds 3e38).
+      const double want = loadValue(dtype, filled(1).data(), 0);
+      auto expectMean = [&, dtype = dtype](const std::vector<uint8_t>& got, size_t n,
+                                           const std::string& what) {
+        for (size_t i = 0; i < n; ++i) {
+          check(loadValue(dtype, got.data(), i) == want,
+                name + " " + what + " element " + std::to_string(i) + ": " +
+                    std::to_string(loadValue(dtype, got.data(), i)));
+        }
+      };
+      std::vector<uint8_t> data = filled(5);
+      comm.allreduce(data.data(), 5, dtype, ReduceOp::kAvg)->wait(20s);
+      expectMean(data, 5, "allreduce");
+      std::vector<uint8_t> in = filled(5), out = filled(5);
+      comm.reduce(in.data(), out.data(), 5, dtype, ReduceOp::kAvg, 0)->wait(20s);
+      if (rank == 0) expectMean(out, 5, "reduce");
+      std::vector<uint8_t> all = filled(3 * static_cast<size_t>(size)), mine = filled(3);
+      comm.reduceScatter(all.data(), mine.data(), 3, dtype, ReduceOp::kAvg)->wait(20s);
+      expectMean(mine, 3, "reduceScatter");
+    }
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 // Byte k of the block rank `from` sends rank `to`.
 uint8_t pattern(int from, int to, size_t k) { return static_cast<uint8_t>(from * 16 + to + k); }
 
