@@ -229,6 +229,12 @@ def mismatch(kind, rank):
             bagua.broadcast(t, 0)
         else:
             bagua.allreduce_inplace(t)
+    elif kind in ("alltoall_v_larger", "alltoall_v_smaller"):
+        # Rank 0 sends rank 1 one element more (or less) than rank 1 expects.
+        extra = 1 if kind == "alltoall_v_larger" else -1
+        send_counts = [2, 2 + (extra if rank == 0 else 0)]
+        recv = torch.zeros(4)
+        bagua.alltoall_v(torch.ones(5), send_counts, [0, 2], recv, [2, 2], [0, 2])
     elif kind == "bitwise_float":
         bagua.allreduce_inplace(torch.zeros(4), op=ReduceOp.BAND)
 

@@ -6,7 +6,8 @@ import pickle
 
 import torch
 
-from .collectives import ReduceOp, _call, _communicator, _DTYPES, _need, _op_name, _prepare
+from .collectives import (ReduceOp, _call, _checked_across_ranks, _communicator, _DTYPES, _need,
+                          _op_name, _prepare)
 from .process_group import (BaguaCommunicator, BaguaProcessGroup, _get_default_group,
                             from_torch_group, init_process_group, is_initialized, new_group)
 
@@ -262,6 +263,28 @@ def _counts(primitive, name, values, n):
     return values
 
 
+def _agree_exchange(comm, backend, device, send_counts, recv_counts):
+    """alltoall_v: rank i's send_counts[j] must be rank j's recv_counts[i] (a
+    larger send aborted Gloo's receiver, a smaller one left stale data). One
+    allgather of both lists, where the other cross-rank checks run (CPU, or
+    BAGUA_COMM_CHECK=1); every rank reads the same table, so all raise."""
+    n = comm.nranks()
+    if n == 1:
+        table = [[send_counts, recv_counts]]
+    elif _checked_across_ranks(device):
+        mine = torch.tensor(send_counts + recv_counts, dtype=torch.int64, device=device)
+        rows = torch.empty(n * 2 * n, dtype=torch.int64, device=device)
+        _call(backend, device, "allgather", mine.data_ptr(), rows.data_ptr(), 16 * n)
+        table = rows.view(n, 2, n).cpu().tolist()
+    else:
+        return
+    for i in range(n):
+        for j in range(n):
+            _need(table[i][0][j] == table[j][1][i], "alltoall_v",
+                  f"rank {i} sends {table[i][0][j]} elements to rank {j}, whose recv_counts[{i}] "
+                  f"is {table[j][1][i]}; they must be equal")
+
+
 def alltoall_v(send_tensor, send_counts, send_displs, recv_tensor, recv_counts, recv_displs,
                comm=None):
     """Like alltoall with per-rank element counts and offsets (displacements)."""
@@ -278,6 +301,7 @@ def alltoall_v(send_tensor, send_counts, send_displs, recv_tensor, recv_counts, 
                 _need(d + c <= tensor.numel(), "alltoall_v",
                       f"{side}_displs[{j}] + {side}_counts[{j}] = {d + c} is beyond "
                       f"{side}_tensor's {tensor.numel()} elements")
+        _agree_exchange(comm, backend, device, lists["send_counts"], lists["recv_counts"])
         send_tensor = _unaliased(send_tensor, recv_tensor)
         _call(backend, device, "alltoall_v", send_tensor.data_ptr(),
               [c * size for c in lists["send_counts"]], [d * size for d in lists["send_displs"]],
