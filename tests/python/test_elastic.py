@@ -9,19 +9,25 @@ engines are formed again; a restart with a changed model is a clear error."""
 import json
 import os
 
+import pytest
+
 from conftest import HERE, load_ranks
 from launch_support import child_env, elastic, free_port
 
 JOB = os.path.join(HERE, "elastic_job.py")
 
 
-def run_elastic(outdir, name, *job_args, restarts=2):
+def c10d(name):
+    return ["--nnodes=1:2", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}",
+            f"--rdzv-id={name}", "--rdzv-conf", "last_call_timeout=1"]
+
+
+def run_elastic(outdir, name, *job_args, restarts=2, rendezvous=None, env=None):
     prefix = os.path.join(outdir, name)
-    result = elastic("--nnodes=1:2", "--nproc-per-node=2", f"--max-restarts={restarts}",
-                     "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}",
-                     f"--rdzv-id={name}", "--rdzv-conf", "last_call_timeout=1", JOB,
+    rendezvous = c10d(name) if rendezvous is None else rendezvous
+    result = elastic("--nproc-per-node=2", f"--max-restarts={restarts}", *rendezvous, JOB,
                      "--ckpt", prefix + ".ckpt", "--out", prefix, *job_args,
-                     env=child_env({"OMP_NUM_THREADS": "1"}), timeout=240)
+                     env=child_env({"OMP_NUM_THREADS": "1", **(env or {})}), timeout=240)
     return result, prefix
 
 
@@ -61,6 +67,26 @@ def test_killed_worker_restarts_and_matches_an_uninterrupted_run(outdir):
     for r, ref in zip(ranks, load_ranks(ref_prefix, 2)):
         assert ref["attempt"] == 0 and ref["resumed_from"] == 0
         assert ref["weights"] == r["weights"], "not bit-equal to the uninterrupted run"
+
+
+@pytest.mark.parametrize("name,rendezvous,env", [
+    # torchrun's default rendezvous: its store outlives the restart.
+    ("static", ["--nnodes=1", "--master-addr=127.0.0.1"], {}),
+    # c10d sharing its store with the workers (plain torchrun's default).
+    ("shared", None, {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "0"}),
+])
+def test_restarts_where_one_store_outlives_the_attempt(outdir, name, rendezvous, env):
+    # The restarted workers read the first attempt's keys and hung (or were
+    # refused) until init_process_group() gave each attempt its own prefix.
+    if rendezvous is not None:
+        rendezvous = rendezvous + [f"--master-port={free_port()}"]
+    result, prefix = run_elastic(outdir, name, "--kill-at", "15", restarts=1,
+                                 rendezvous=rendezvous, env=env)
+    assert result.returncode == 0, result.stderr[-4000:]
+    ranks = load_ranks(prefix, 2)
+    assert [r["attempt"] for r in ranks] == [1, 1]
+    assert [r["resumed_from"] for r in ranks] == [10, 10]
+    assert ranks[0]["weights"] == ranks[1]["weights"]
 
 
 def test_restart_with_a_changed_model_is_a_clear_error(outdir):

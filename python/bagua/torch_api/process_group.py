@@ -271,7 +271,6 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
                           LOCAL_RANK=str(rank % local_world_size),
                           LOCAL_WORLD_SIZE=str(local_world_size))
     if not dist.is_initialized():
-        _check_restartable()
         # Ours to tear down at exit: a process that exits with torch's
         # process group alive can abort in its threads' teardown ("terminate
         # called without an active exception", seen under load).
@@ -288,7 +287,13 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
                         f"bagua: {name} is not set; start the script with torchrun or "
                         "`python -m bagua.distributed.launch`, or pass store, rank, world_size "
                         "and local_world_size to init_process_group()")
-            dist.init_process_group(backend, timeout=timeout)
+            attempt_store = _elastic_attempt_store(timeout)
+            if attempt_store is not None:
+                store = attempt_store
+                dist.init_process_group(backend, store=store, rank=env.get_rank(),
+                                        world_size=env.get_world_size(), timeout=timeout)
+            else:
+                dist.init_process_group(backend, timeout=timeout)
     if dist.get_world_size() != env.get_world_size() or dist.get_rank() != env.get_rank():
         os.environ.update(RANK=str(dist.get_rank()), WORLD_SIZE=str(dist.get_world_size()))
     _state["store"] = store if store is not None else dist.distributed_c10d._get_default_store()
@@ -296,26 +301,19 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
     _state["default"] = new_group(stream=stream)
 
 
-def _check_restartable():
-    """Under torchrun with restarts, a shared agent store breaks the restart:
-    the new workers read the previous attempt's keys (pytorch/pytorch#135712).
-    A warning on the first attempt, an error instead of a hang on the next."""
+def _elastic_attempt_store(timeout):
+    """Under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True: the
+    static rendezvous, or c10d's store shared with the workers), one store
+    outlives every restart, and torch prefixes nothing there: a restarted
+    attempt read the keys the last one left (peer addresses, NCCL ids) and
+    hung (pytorch/pytorch#135712). Each attempt gets its own prefix; None
+    where torch makes a store per attempt itself."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return
-    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
-    restarts = int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", 0))
-    if restarts == 0 and attempt == 0:
-        return
-    message = (
-        "torchrun shares its rendezvous store with the workers (TORCHELASTIC_USE_AGENT_STORE="
-        "True), so restarted workers read the previous attempt's keys and cannot connect "
-        "(pytorch/pytorch#135712); start the job with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in "
-        "torchrun's environment, or with python -m bagua.distributed.run, which sets it")
-    if attempt > 0:
-        raise RuntimeError(f"bagua: restart {attempt}: {message}")
-    import warnings
-
-    warnings.warn(f"bagua: --max-restarts={restarts}: {message}", RuntimeWarning, stacklevel=3)
+        return None
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                          env.get_world_size(), is_master=False, timeout=timeout)
+    return dist.PrefixStore(f"/bagua/attempt_{attempt}", agent)
 
 
 def register_engine(engine):
