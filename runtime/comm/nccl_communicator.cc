@@ -34,6 +34,12 @@ class EventWork final : public Work, public StreamEvent {
     if (status != cudaErrorNotReady) {
       BAGUA_THROW(CudaError, what_ + " failed: " + cudaGetErrorString(status));
     }
+    // abort() (a timeout of another Work, the watchdog) freed the NCCL
+    // communicator this Work was enqueued on: asking it is a use after free.
+    if (comm_.aborted()) {
+      BAGUA_THROW(CommError, what_ + " failed: the NCCL communicator was aborted after an "
+                                     "earlier failure");
+    }
     ncclResult_t async = ncclSuccess;
     if (ncclCommGetAsyncError(nccl_, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {

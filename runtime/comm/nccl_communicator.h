@@ -98,6 +98,7 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<Work> fence(std::string what);
   // Aborts the communicator (after a timeout); later operations fail.
   void abort(const std::string& why);
+  bool aborted() const { return aborted_; }
   // Destroys the NCCL communicator now (after its stream drains); later
   // operations fail. Every rank of it must call this (or shutdownAll).
   void shutdown();
