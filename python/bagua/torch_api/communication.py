@@ -219,11 +219,14 @@ def reduce_scatter(send_tensor, recv_tensor, op=ReduceOp.SUM, comm=None):
 
 
 def reduce_scatter_inplace(tensor, op=ReduceOp.SUM, comm=None):
-    """Chunk r of `tensor` on rank r <- the reduction of every rank's chunk r."""
+    """The first numel / nranks elements of `tensor` on rank r <- the
+    reduction of every rank's chunk r, the rest left as it was: the original's
+    place (MPI's in-place reduce-scatter, through its Aluminum library), not
+    NCCL's (chunk r)."""
     c = _communicator(comm)
     if c is not None:
         count = _equal_chunks("reduce_scatter_inplace", tensor, c.nranks())
-        reduce_scatter(tensor.clone(), _chunk(tensor, c.rank(), count), op, c)
+        reduce_scatter(tensor.clone(), _chunk(tensor, 0, count), op, c)
 
 
 def _unaliased(send_tensor, recv_tensor):
