@@ -243,7 +243,7 @@ def _default_store():
     if _state["store"] is None:
         if not dist.is_initialized():
             raise RuntimeError("bagua: call bagua.torch_api.init_process_group() first")
-        _state["store"] = dist.distributed_c10d._get_default_store()
+        _state["store"] = _attempt_scoped(dist.distributed_c10d._get_default_store())
     return _state["store"]
 
 
@@ -296,9 +296,20 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
                 dist.init_process_group(backend, timeout=timeout)
     if dist.get_world_size() != env.get_world_size() or dist.get_rank() != env.get_rank():
         os.environ.update(RANK=str(dist.get_rank()), WORLD_SIZE=str(dist.get_world_size()))
-    _state["store"] = store if store is not None else dist.distributed_c10d._get_default_store()
+    _state["store"] = (store if store is not None
+                       else _attempt_scoped(dist.distributed_c10d._get_default_store()))
     stream = torch.cuda.Stream(priority=-1) if torch.cuda.is_available() else None
     _state["default"] = new_group(stream=stream)
+
+
+def _attempt_scoped(store):
+    """torch.distributed's store, initialised by someone else: under
+    torchrun's agent store the runtime's own keys get this attempt's prefix
+    (see _elastic_attempt_store)."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return store
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    return dist.PrefixStore(f"/bagua/attempt_{attempt}", store)
 
 
 def _elastic_attempt_store(timeout):
@@ -310,10 +321,9 @@ def _elastic_attempt_store(timeout):
     where torch makes a store per attempt itself."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
-    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                           env.get_world_size(), is_master=False, timeout=timeout)
-    return dist.PrefixStore(f"/bagua/attempt_{attempt}", agent)
+    return _attempt_scoped(agent)
 
 
 def register_engine(engine):
