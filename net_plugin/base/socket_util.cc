@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -121,6 +122,17 @@ void tuneStream(int fd, const Params& params) {
     setIntOption(fd, SOL_SOCKET, SO_SNDBUF, bytes, "SO_SNDBUF");
     setIntOption(fd, SOL_SOCKET, SO_RCVBUF, bytes, "SO_RCVBUF");
   }
+}
+
+void endConnection(int fd, bool abortive) {
+  int unread = 0;
+  if (!abortive && ::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0) abortive = true;
+  if (abortive) {
+    sockaddr unspec{};
+    unspec.sa_family = AF_UNSPEC;
+    if (::connect(fd, &unspec, sizeof(unspec)) == 0) return;
+  }
+  ::shutdown(fd, SHUT_RDWR);
 }
 
 int setNonBlocking(int fd, bool nonBlocking) {

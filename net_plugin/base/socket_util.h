@@ -28,6 +28,14 @@ Fd startConnect(const SockAddr& addr, bool* inProgress, int* retryErr);
 // buffer sizes from the knobs. Failures are logged, not fatal.
 void tuneStream(int fd, const Params& params);
 
+// Ends the connection of socket `fd` for the peer, whatever other
+// descriptors of it exist (a fork()ed child's copies keep a socket open past
+// our close()): with `abortive`, or with unread bytes (what close() resets
+// too), a reset that drops both queues (connect(AF_UNSPEC): tcp_disconnect);
+// else shutdown(SHUT_RDWR): queued data, then FIN, and a reset for data the
+// peer sends after. The descriptor stays valid for the close protocol.
+void endConnection(int fd, bool abortive);
+
 // Sets or clears O_NONBLOCK; returns 0 or the errno of the failed fcntl.
 [[nodiscard]] int setNonBlocking(int fd, bool nonBlocking);
 

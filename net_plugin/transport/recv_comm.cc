@@ -13,6 +13,7 @@
 #include <cerrno>
 
 #include "net_plugin/base/log.h"
+#include "net_plugin/base/socket_util.h"
 
 namespace bagua::net {
 
@@ -248,23 +249,14 @@ void RecvStream::stopReading() {
   // The sender must learn of it: its sends on this stream should fail
   // instead of waiting for a reader that will never come (until this rank's
   // communicator is destroyed). A shutdown() only sends a FIN, which a
-  // sender that never reads does not see; a reset is what it sees. So the
-  // connection is closed abortively now, while the stream keeps its fd
-  // number, as a fresh unconnected socket, for the close protocol (detach,
-  // close) that the comm's close() runs later. Nothing is pending on it: a
-  // receive stream never sends, and its receive has just completed; epoll
-  // forgets a socket whose last descriptor goes.
-  // The shutdown first: where a fork()ed child still holds the socket, the
-  // last descriptor does not go with ours and no reset is sent, but data
-  // arriving at a socket shut for reading is answered with one.
-  linger abort{1, 0};
-  ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-  ::shutdown(fd_.get(), SHUT_RDWR);
-  int placeholder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (placeholder >= 0) {
-    ::dup2(placeholder, fd_.get());  // fails only with EINTR/EBUSY: the fd keeps its shut socket
-    ::close(placeholder);
-  }
+  // sender that never reads does not see, and a full receive queue answers
+  // its window probes without one; a reset is what it sees. The connection
+  // is reset on the socket now (socket_util.h: also where a fork()ed child
+  // holds copies), while the stream keeps its fd, unconnected, for the close
+  // protocol (detach, close) that the comm's close() runs later. Nothing is
+  // pending on it: a receive stream never sends, and its receive has just
+  // completed.
+  endConnection(fd_.get(), /*abortive=*/true);
 }
 
 void RecvStream::parseHeader() {

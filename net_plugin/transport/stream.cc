@@ -3,6 +3,8 @@
 
 #include <sys/socket.h>
 
+#include "net_plugin/base/socket_util.h"
+
 namespace bagua::net {
 
 bool Stream::attachToWorker() {
@@ -45,19 +47,14 @@ void Stream::finishClose() {
   if (closed_) return;
   closed_ = true;
   worker_->detach(fd_.get());
-  if (kernelHoldsBuffers()) {
-    // Zero-copy data still queued: reset instead of a graceful close, so the
-    // kernel drops the queue and its notifications arrive promptly rather
-    // than after a dead peer's retransmission timeout.
-    linger abort{1, 0};
-    ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-  }
-  // close() ends the connection only with the socket's last descriptor: a
-  // child the process fork()ed (a PyTorch DataLoader worker) holds copies, and
-  // the peer would then wait on a socket nobody reads. shutdown() acts on the
-  // socket itself: the peer reads EOF, and data it sends after gets a reset.
-  ::shutdown(fd_.get(), SHUT_RDWR);
-  fd_.reset();  // close(): queued data still goes out, followed by FIN
+  // Zero-copy data still queued: a reset instead of a graceful close, so the
+  // kernel drops the queue and its notifications arrive promptly rather than
+  // after a dead peer's retransmission timeout. On the socket, not through
+  // close(): close() ends the connection only with the last descriptor, and a
+  // child the process fork()ed (a PyTorch DataLoader worker) holds copies;
+  // the peer would then wait on a socket nobody reads (socket_util.h).
+  endConnection(fd_.get(), kernelHoldsBuffers());
+  fd_.reset();
   settleAfterRelease();
 }
 

@@ -223,10 +223,16 @@ pid_t forkSocketHolder() {
   return pid;
 }
 
-void killChild(pid_t pid) {
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-}
+// Kills and reaps the child when the test ends, whichever assertion failed.
+struct ChildGuard {
+  pid_t pid;
+  ~ChildGuard() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
 
 TEST(Close, SendCloseIsSeenByThePeerWhileAForkedChildHoldsTheSockets) {
   Link link = connectLink();
@@ -234,31 +240,43 @@ TEST(Close, SendCloseIsSeenByThePeerWhileAForkedChildHoldsTheSockets) {
   void* rreq = postRecv(link.recvComm, in.data(), in.size());
   ASSERT_EQ(waitRequest(postSend(link.sendComm, msg.data(), msg.size())), ncclSuccess);
   ASSERT_EQ(waitRequest(rreq), ncclSuccess);
-  pid_t child = forkSocketHolder();
-  ASSERT_GT(child, 0);
+  ChildGuard child{forkSocketHolder()};
+  ASSERT_GT(child.pid, 0);
   ASSERT_EQ(api::closeSend(link.sendComm), ncclSuccess);
   link.sendComm = nullptr;
   // The sender is gone: the receive fails (EOF) instead of waiting for data
   // that the child's copies of the sockets will never send.
-  ncclResult_t rc = waitForError(postRecv(link.recvComm, in.data(), in.size()), 10s);
-  killChild(child);
-  EXPECT_EQ(rc, ncclRemoteError);
+  EXPECT_EQ(waitForError(postRecv(link.recvComm, in.data(), in.size()), 10s), ncclRemoteError);
   closeLink(link);
 }
 
 TEST(Close, ReceiveCloseIsSeenByThePeerWhileAForkedChildHoldsTheSockets) {
   Link link = connectLink();
   std::vector<uint8_t> big(64 << 20, 7);
-  pid_t child = forkSocketHolder();
-  ASSERT_GT(child, 0);
+  ChildGuard child{forkSocketHolder()};
+  ASSERT_GT(child.pid, 0);
   ASSERT_EQ(api::closeRecv(link.recvComm), ncclSuccess);
   link.recvComm = nullptr;
   ncclResult_t rc = ncclSuccess;
   for (int i = 0; i < 20 && rc == ncclSuccess; ++i) {
     rc = waitForError(postSend(link.sendComm, big.data(), big.size()), 10s);
   }
-  killChild(child);
   EXPECT_EQ(rc, ncclRemoteError);
+  closeLink(link);
+}
+
+TEST(Close, ReceiveCloseWithAFullQueueIsSeenWhileAForkedChildHoldsTheSockets) {
+  Link link = connectLink();
+  std::vector<uint8_t> big(64 << 20, 7);
+  // No receive posted: the receiver's socket queues fill and its window
+  // closes, so a FIN alone leaves the sender probing a window that never opens.
+  void* sreq = postSend(link.sendComm, big.data(), big.size());
+  std::this_thread::sleep_for(300ms);
+  ChildGuard child{forkSocketHolder()};
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ(api::closeRecv(link.recvComm), ncclSuccess);
+  link.recvComm = nullptr;
+  EXPECT_EQ(waitForError(sreq, 10s), ncclRemoteError) << "the unread data must reset the sender";
   closeLink(link);
 }
 
