@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -20,9 +21,8 @@ namespace {
 // a timeout aborts the communicator so the stream drains with an error.
 class EventWork final : public Work, public StreamEvent {
  public:
-  EventWork(NcclCommunicator& comm, ncclComm_t nccl, std::string what,
-            std::chrono::milliseconds timeout)
-      : comm_(comm), nccl_(nccl), what_(std::move(what)), timeout_(timeout) {
+  EventWork(NcclCommunicator& comm, std::string what, std::chrono::milliseconds timeout)
+      : comm_(comm), what_(std::move(what)), timeout_(timeout) {
     BAGUA_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
     BAGUA_CUDA_CHECK(cudaEventRecord(event_, comm.stream()));
   }
@@ -34,17 +34,15 @@ class EventWork final : public Work, public StreamEvent {
     if (status != cudaErrorNotReady) {
       BAGUA_THROW(CudaError, what_ + " failed: " + cudaGetErrorString(status));
     }
-    // abort() (a timeout of another Work, the watchdog) freed the NCCL
-    // communicator this Work was enqueued on: asking it is a use after free.
-    if (comm_.aborted()) {
+    ncclResult_t async = ncclSuccess;
+    std::string detail;
+    if (!comm_.asyncError(&async, &detail)) {
       BAGUA_THROW(CommError, what_ + " failed: the NCCL communicator was aborted after an "
                                      "earlier failure");
     }
-    ncclResult_t async = ncclSuccess;
-    if (ncclCommGetAsyncError(nccl_, &async) == ncclSuccess && async != ncclSuccess &&
-        async != ncclInProgress) {
-      BAGUA_THROW(CommError, what_ + " failed: " + ncclGetErrorString(async) + " (" +
-                                 ncclGetLastError(nccl_) + ")");
+    if (async != ncclSuccess && async != ncclInProgress) {
+      BAGUA_THROW(CommError,
+                  what_ + " failed: " + ncclGetErrorString(async) + " (" + detail + ")");
     }
     return false;
   }
@@ -67,7 +65,6 @@ class EventWork final : public Work, public StreamEvent {
 
  private:
   NcclCommunicator& comm_;
-  ncclComm_t nccl_;
   std::string what_;
   std::chrono::milliseconds timeout_;
   cudaEvent_t event_ = nullptr;
@@ -141,8 +138,17 @@ NcclCommunicator::~NcclCommunicator() {
 void NcclCommunicator::shutdown() {
   if (aborted_ || shut_down_.exchange(true) || comm_ == nullptr) return;
   cudaStreamSynchronize(stream_);  // the stream knows its device: the caller's stays current
+  std::unique_lock<std::shared_mutex> lock(commMutex_);
   ncclCommDestroy(comm_);
   comm_ = nullptr;
+}
+
+bool NcclCommunicator::asyncError(ncclResult_t* result, std::string* detail) {
+  std::shared_lock<std::shared_mutex> lock(commMutex_);
+  if (aborted_ || comm_ == nullptr) return false;
+  if (ncclCommGetAsyncError(comm_, result) != ncclSuccess) *result = ncclSuccess;
+  if (*result != ncclSuccess && *result != ncclInProgress) *detail = ncclGetLastError(comm_);
+  return true;
 }
 
 void NcclCommunicator::shutdownAll() {
@@ -166,13 +172,14 @@ void NcclCommunicator::checkUsable(const char* op) const {
 
 std::shared_ptr<Work> NcclCommunicator::record(std::string what) {
   DeviceScope scope(device_);  // the event must live on the stream's device, whoever calls
-  return std::make_shared<EventWork>(*this, comm_, std::move(what), options_.timeout);
+  return std::make_shared<EventWork>(*this, std::move(what), options_.timeout);
 }
 
 void NcclCommunicator::abort(const std::string& why) {
   if (aborted_.exchange(true)) return;
   fprintf(stderr, "[bagua] aborting NCCL communicator (rank %d of %d): %s\n", rank_, size_,
           why.c_str());
+  std::unique_lock<std::shared_mutex> lock(commMutex_);
   ncclCommAbort(comm_);
   comm_ = nullptr;
 }

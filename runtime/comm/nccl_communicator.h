@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -98,7 +99,10 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<Work> fence(std::string what);
   // Aborts the communicator (after a timeout); later operations fail.
   void abort(const std::string& why);
-  bool aborted() const { return aborted_; }
+  // NCCL's asynchronous error of the communicator into *result (and its last
+  // error message into *detail), under the lock abort() and shutdown() free
+  // it under; false once it was aborted or shut down (nothing to ask).
+  bool asyncError(ncclResult_t* result, std::string* detail);
   // Destroys the NCCL communicator now (after its stream drains); later
   // operations fail. Every rank of it must call this (or shutdownAll).
   void shutdown();
@@ -128,6 +132,7 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;  // one float for barrier()
+  std::shared_mutex commMutex_;  // comm_'s lifetime: asyncError() against abort()/shutdown()
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};
 };
