@@ -139,3 +139,29 @@ def test_checkpoint_files_are_the_originals(tmp_path):
         load_checkpoint(path, build(9))
     with pytest.raises(ValueError, match=r"holds 1 optimizer state\(s\), 2 optimizer\(s\) given"):
         load_checkpoint(path, build(), [opt, opt])
+
+
+def test_attempt_prefix_only_where_every_rank_agrees_on_the_attempt(monkeypatch):
+    """One agent's restart count names the attempt; with several nodes each
+    agent counts its own, so a restart there is refused, not left to hang."""
+    import warnings
+
+    from bagua.torch_api import process_group as pg
+
+    monkeypatch.setitem(pg._state, "restart_warned", False)
+    monkeypatch.setenv("TORCHELASTIC_USE_AGENT_STORE", "False")
+    assert pg._attempt_prefix() is None  # torch's store per round
+    monkeypatch.setenv("TORCHELASTIC_USE_AGENT_STORE", "True")
+    monkeypatch.setenv("TORCHELASTIC_MAX_RESTARTS", "3")
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
+    monkeypatch.setenv("GROUP_WORLD_SIZE", "1")
+    assert pg._attempt_prefix() == "/bagua/attempt_2"
+    monkeypatch.setenv("GROUP_WORLD_SIZE", "2")
+    with pytest.raises(RuntimeError, match="restart 2: .*each node counts its own restarts"):
+        pg._attempt_prefix()
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert pg._attempt_prefix() is None
+        assert pg._attempt_prefix() is None
+    assert len(caught) == 1 and "--rdzv-backend=c10d" in str(caught[0].message)

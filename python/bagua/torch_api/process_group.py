@@ -302,28 +302,61 @@ def init_process_group(store=None, rank=-1, world_size=-1, local_world_size=-1):
     _state["default"] = new_group(stream=stream)
 
 
-def _attempt_scoped(store):
-    """torch.distributed's store, initialised by someone else: under
-    torchrun's agent store the runtime's own keys get this attempt's prefix
-    (see _elastic_attempt_store)."""
+def _attempt_prefix():
+    """The key prefix of this torchrun attempt, where one store outlives the
+    restarts (TORCHELASTIC_USE_AGENT_STORE=True: the static rendezvous, or
+    c10d sharing its store with the workers) and torch prefixes nothing: a
+    restarted attempt read the keys the last one left (peer addresses, NCCL
+    ids) and hung (pytorch/pytorch#135712). None where torch makes a store
+    per round itself.
+
+    Only one agent's restart count is a generation every rank agrees on:
+    with several nodes each agent counts its own restarts (one whose workers
+    did not fail, or that restarts for a joining node, keeps its count), so
+    there a restart is refused with what to use instead, as a hang would be
+    the alternative."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return store
+        return None
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
-    return dist.PrefixStore(f"/bagua/attempt_{attempt}", store)
+    if int(os.environ.get("GROUP_WORLD_SIZE", "1")) <= 1:
+        return f"/bagua/attempt_{attempt}"
+    restarts = int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0"))
+    if restarts == 0 and attempt == 0:
+        return None
+    message = (
+        "torchrun shares one store across restarts between several nodes (the static "
+        "rendezvous, or c10d with TORCHELASTIC_USE_AGENT_STORE=True), and each node counts its "
+        "own restarts, so restarted workers cannot tell this attempt's keys from the last one's "
+        "(pytorch/pytorch#135712); for restarts across nodes use --rdzv-backend=c10d "
+        "--rdzv-endpoint=HOST:PORT with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (python -m "
+        "bagua.distributed.run sets it)")
+    if attempt > 0:
+        raise RuntimeError(f"bagua: restart {attempt}: {message}")
+    if not _state.get("restart_warned"):
+        _state["restart_warned"] = True
+        import warnings
+
+        warnings.warn(f"bagua: --max-restarts={restarts}: {message}", RuntimeWarning,
+                      stacklevel=4)
+    return None
+
+
+def _attempt_scoped(store):
+    """torch.distributed's store, initialised by someone else (Lightning):
+    the runtime's own keys get this attempt's prefix (_attempt_prefix)."""
+    prefix = _attempt_prefix()
+    return store if prefix is None else dist.PrefixStore(prefix, store)
 
 
 def _elastic_attempt_store(timeout):
-    """Under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True: the
-    static rendezvous, or c10d's store shared with the workers), one store
-    outlives every restart, and torch prefixes nothing there: a restarted
-    attempt read the keys the last one left (peer addresses, NCCL ids) and
-    hung (pytorch/pytorch#135712). Each attempt gets its own prefix; None
-    where torch makes a store per attempt itself."""
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+    """A store for torch.distributed and the runtime with this attempt's
+    prefix (_attempt_prefix), or None."""
+    prefix = _attempt_prefix()
+    if prefix is None:
         return None
     agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                           env.get_world_size(), is_master=False, timeout=timeout)
-    return _attempt_scoped(agent)
+    return dist.PrefixStore(prefix, agent)
 
 
 def register_engine(engine):
