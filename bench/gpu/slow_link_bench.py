@@ -94,7 +94,7 @@ def ddp_rate(steps, gap_s=0.0):
             idle += time.perf_counter() - t_idle
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    # comm_ms_per_step: the step's time with the idle gaps taken out.
+    # busy_ms_per_step: the step's time with the idle gaps taken out (each step synchronised).
     return {"params": sum(p.numel() for p in model.parameters()), "steps": steps,
             "steps_per_s": steps / dt, "gap_ms": gap_s * 1e3,
             "busy_ms_per_step": (dt - idle) / steps * 1e3}

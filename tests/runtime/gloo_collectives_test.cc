@@ -137,9 +137,20 @@ TEST_P(GlooCollectives, HalfPrecisionAveragesDoNotOverflow) {
       std::vector<uint8_t> in = filled(5), out = filled(5);
       comm.reduce(in.data(), out.data(), 5, dtype, ReduceOp::kAvg, 0)->wait(20s);
       if (rank == 0) expectMean(out, 5, "reduce");
-      std::vector<uint8_t> all = filled(3 * static_cast<size_t>(size)), mine = filled(3);
+      // A value per chunk (each near the largest), so a chunk from the wrong
+      // place shows: every rank holds the same, so chunk r's mean is its value.
+      std::vector<uint8_t> all(3 * static_cast<size_t>(size) * dtypeSize(dtype));
+      for (size_t i = 0; i < 3 * static_cast<size_t>(size); ++i) {
+        storeValue(dtype, all.data(), i, value * (1.0 - 0.05 * static_cast<double>(i / 3)));
+      }
+      std::vector<uint8_t> mine = filled(3);
       comm.reduceScatter(all.data(), mine.data(), 3, dtype, ReduceOp::kAvg)->wait(20s);
-      expectMean(mine, 3, "reduceScatter");
+      const double chunk = loadValue(dtype, all.data(), 3 * static_cast<size_t>(rank));
+      for (size_t i = 0; i < 3; ++i) {
+        check(loadValue(dtype, mine.data(), i) == chunk,
+              name + " reduceScatter element " + std::to_string(i) + ": " +
+                  std::to_string(loadValue(dtype, mine.data(), i)));
+      }
     }
     return 0;
   });

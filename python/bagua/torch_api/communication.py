@@ -270,7 +270,9 @@ def _agree_exchange(comm, backend, device, send_counts, recv_counts):
     """alltoall_v: rank i's send_counts[j] must be rank j's recv_counts[i] (a
     larger send aborted Gloo's receiver, a smaller one left stale data). One
     allgather of both lists, where the other cross-rank checks run (CPU, or
-    BAGUA_COMM_CHECK=1); every rank reads the same table, so all raise."""
+    BAGUA_COMM_CHECK=1); every rank reads the same table, so all raise on a
+    mismatch (a rank's own argument errors are raised before it, on that rank
+    alone, as for every primitive)."""
     n = comm.nranks()
     if n == 1:
         table = [[send_counts, recv_counts]]
