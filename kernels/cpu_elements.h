@@ -18,6 +18,7 @@ namespace bagua::kernels {
 struct CpuFloat32 {
   using Bits = uint32_t;
   static constexpr Bits kNan = 0x7fffffffu;  // CUDA's canonical NaN
+  static constexpr float kMaxFinite = 3.40282347e38f;
   static float toFloat(Bits b) { return bitsFloat(b); }
   static Bits fromFloat(float f) { return minmax::isNanHd(f) ? kNan : floatBits(f); }
 };
@@ -25,6 +26,7 @@ struct CpuFloat32 {
 struct CpuFloat16 {
   using Bits = uint16_t;
   static constexpr Bits kNan = 0x7fffu;
+  static constexpr float kMaxFinite = 65504.0f;
   static float toFloat(Bits b) { return halfToFloat(b); }
   static Bits fromFloat(float f) { return floatToHalf(f); }  // NaN -> 0x7fff
 };
@@ -32,6 +34,7 @@ struct CpuFloat16 {
 struct CpuBFloat16 {
   using Bits = uint16_t;
   static constexpr Bits kNan = 0x7fffu;
+  static constexpr float kMaxFinite = 3.38953139e38f;  // 0x7f7f
   static float toFloat(Bits b) { return bf16ToFloat(b); }
   static Bits fromFloat(float f) { return floatToBf16(f); }  // NaN -> 0x7fff
 };

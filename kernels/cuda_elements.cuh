@@ -19,6 +19,7 @@ namespace bagua::kernels {
 struct GpuFloat32 {
   using Bits = uint32_t;
   static constexpr Bits kNan = 0x7fffffffu;
+  static constexpr float kMaxFinite = 3.40282347e38f;
   __device__ static float toFloat(Bits b) { return __uint_as_float(b); }
   __device__ static Bits fromFloat(float f) {
     return minmax::isNanHd(f) ? kNan : __float_as_uint(f);
@@ -28,6 +29,7 @@ struct GpuFloat32 {
 struct GpuFloat16 {
   using Bits = uint16_t;
   static constexpr Bits kNan = 0x7fffu;
+  static constexpr float kMaxFinite = 65504.0f;
   __device__ static float toFloat(Bits b) { return __half2float(__ushort_as_half(b)); }
   __device__ static Bits fromFloat(float f) {
     return minmax::isNanHd(f) ? kNan : __half_as_ushort(__float2half_rn(f));
@@ -37,6 +39,7 @@ struct GpuFloat16 {
 struct GpuBFloat16 {
   using Bits = uint16_t;
   static constexpr Bits kNan = 0x7fffu;
+  static constexpr float kMaxFinite = 3.38953139e38f;  // 0x7f7f
   __device__ static float toFloat(Bits b) { return __bfloat162float(__ushort_as_bfloat16(b)); }
   __device__ static Bits fromFloat(float f) {
     return minmax::isNanHd(f) ? kNan : __bfloat16_as_ushort(__float2bfloat16_rn(f));

@@ -43,7 +43,7 @@ struct GpuChunkDecoder {
   __device__ Bits decode(uint8_t q) const {
     if (kind == ChunkKind::kNonFinite) return E::kNan;
     if (kind == ChunkKind::kConstant) return minBits;
-    return E::fromFloat(minmax::decode(q, grid));
+    return E::fromFloat(minmax::saturate(minmax::decode(q, grid), E::kMaxFinite));
   }
 };
 

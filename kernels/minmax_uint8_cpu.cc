@@ -40,7 +40,7 @@ struct ChunkDecoder {
       case ChunkKind::kRange:
         break;
     }
-    return E::fromFloat(minmax::decode(q, grid));
+    return E::fromFloat(minmax::saturate(minmax::decode(q, grid), E::kMaxFinite));
   }
 };
 

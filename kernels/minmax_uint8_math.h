@@ -179,6 +179,15 @@ BAGUA_HD float decode(uint8_t q, const Grid& g) {
   return (static_cast<float>(q) + g.lower) / g.scale;
 }
 
+// A decoded value within +-maxFinite, the element type's largest finite
+// value. Bagua's formula puts the extreme codes up to range / 510 beyond the
+// chunk's min and max, which rounds to +-Inf in a float16 chunk reaching
+// +-65504 (or a bfloat16 one near its limit): a finite chunk must decode to
+// finite values. Every value that does not overflow is Bagua's, unchanged.
+BAGUA_HD float saturate(float x, float maxFinite) {
+  return x > maxFinite ? maxFinite : (x < -maxFinite ? -maxFinite : x);
+}
+
 // What a chunk's min/max say about how to decode it.
 enum class ChunkKind : uint8_t {
   kRange,      // Bagua's formula

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/minmax_uint8.h"
+#include "kernels/float_bits.h"
 #include "kernels/minmax_uint8_math.h"
 #include "tests/kernels/bagua_reference.h"
 #include "tests/kernels/kernel_cases.h"
@@ -76,6 +77,42 @@ TEST_F(ReferenceSweep, CompressAndDecompressMatchBagua) {
         }
       }
     }
+  }
+}
+
+// Where Bagua's formula overflows (the extreme codes of a float16 chunk that
+// reaches +-65504 decode up to range / 510 beyond it: Inf), ours saturates to
+// the largest finite value: a finite chunk stays finite. Reduced with another
+// rank's copy, the Inf became NaN for the whole chunk.
+TEST(Saturation, AFloat16ChunkAtItsLimitsDecodesFinite) {
+  const std::vector<uint16_t> in = {floatToHalf(-65504.0f), floatToHalf(65504.0f),
+                                    floatToHalf(1.0f), floatToHalf(2.0f)};
+  const testing::ReferenceChunk ref = referenceCompress(DType::kFloat16, in.data(), in.size());
+  const std::vector<uint32_t> bagua = referenceDecompress(DType::kFloat16, ref);
+  EXPECT_TRUE(std::isinf(referenceToFloat(DType::kFloat16, bagua[1])))
+      << "the case no longer overflows in Bagua's formula: pick another";
+  std::vector<uint8_t> packed(compressedChunkBytes(in.size()));
+  compressCpu(DType::kFloat16, in.data(), in.size(), 1, -1, packed.data());
+  std::vector<uint16_t> out(in.size());
+  decompressCpu(DType::kFloat16, packed.data(), in.size(), 1, out.data());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const float b = referenceToFloat(DType::kFloat16, bagua[i]);
+    if (std::isinf(b)) {
+      EXPECT_EQ(halfToFloat(out[i]), b > 0 ? 65504.0f : -65504.0f) << "element " << i;
+    } else {
+      EXPECT_EQ(out[i], bagua[i]) << "element " << i << ": a value that does not overflow is Bagua's";
+    }
+  }
+  // Two ranks' copies decoded and averaged (ByteGrad's step): finite, where
+  // Bagua's Inf made the re-compressed chunk non-finite, NaN throughout.
+  std::vector<uint16_t> raw(2 * in.size());
+  std::vector<uint8_t> both(2 * packed.size());
+  std::copy(packed.begin(), packed.end(), both.begin());
+  std::copy(packed.begin(), packed.end(), both.begin() + static_cast<long>(packed.size()));
+  decompressCpu(DType::kFloat16, both.data(), in.size(), 2, raw.data());
+  reduceChunksCpu(DType::kFloat16, raw.data(), in.size(), 2, 0, /*average=*/true);
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(halfToFloat(raw[i]))) << "element " << i;
   }
 }
 
