@@ -52,6 +52,33 @@ __device__ __forceinline__ void addScaledPack(typename E::Bits* out, const typen
   storePack<G>(out + i, r);
 }
 
+// out = a - b for G elements at i, or 0 where that is not finite (residualCpu).
+template <typename E, int G>
+__device__ __forceinline__ void residualPack(typename E::Bits* out, const typename E::Bits* a,
+                                             const typename E::Bits* b, size_t i) {
+  using Bits = typename E::Bits;
+  const Pack<Bits, G> x = loadPack<G>(a + i);
+  const Pack<Bits, G> y = loadPack<G>(b + i);
+  Pack<Bits, G> r;
+#pragma unroll
+  for (int e = 0; e < G; ++e) {
+    const Bits d = E::fromFloat(__fsub_rn(E::toFloat(x.v[e]), E::toFloat(y.v[e])));
+    r.v[e] = minmax::isFiniteHd(E::toFloat(d)) ? d : E::fromFloat(0.0f);
+  }
+  storePack<G>(out + i, r);
+}
+
+template <typename E, int G>
+__global__ void __launch_bounds__(kThreads)
+    residualKernel(typename E::Bits* out, const typename E::Bits* a, const typename E::Bits* b,
+                   size_t n) {
+  const size_t stride = size_t{gridDim.x} * kThreads;
+  const size_t first = blockIdx.x * size_t{kThreads} + threadIdx.x;
+  const size_t packs = n / G;
+  for (size_t p = first; p < packs; p += stride) residualPack<E, G>(out, a, b, p * G);
+  for (size_t i = packs * G + first; i < n; i += stride) residualPack<E, 1>(out, a, b, i);
+}
+
 template <typename E, int G>
 __global__ void __launch_bounds__(kThreads)
     addScaledKernel(typename E::Bits* out, const typename E::Bits* a, const typename E::Bits* b,
@@ -144,6 +171,27 @@ cudaError_t launchAddScaled(void* out, const void* a, const void* b, size_t n, f
   return cudaSuccess;
 }
 
+template <typename E>
+cudaError_t launchResidual(void* out, const void* a, const void* b, size_t n,
+                           cudaStream_t stream) {
+  using Bits = typename E::Bits;
+  if (n == 0) return cudaSuccess;
+  int resident = 0;
+  cudaError_t err = residentBlocks(&resident);
+  if (err != cudaSuccess) return err;
+  constexpr int kG = kVec<E>;
+  auto* o = static_cast<Bits*>(out);
+  const auto* x = static_cast<const Bits*>(a);
+  const auto* y = static_cast<const Bits*>(b);
+  if (aligned16(o) && aligned16(x) && aligned16(y)) {
+    residualKernel<E, kG><<<blocksFor(n / kG + 1, resident), kThreads, 0, stream>>>(o, x, y, n);
+  } else {
+    residualKernel<E, 1><<<blocksFor(n, resident), kThreads, 0, stream>>>(o, x, y, n);
+  }
+  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t reduceChunks(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
@@ -170,6 +218,16 @@ cudaError_t addScaled(DType dtype, void* out, const void* a, const void* b, size
   checkAligned("addScaled", "b", b, dtypeSize(dtype));
   return dispatchGpu(
       dtype, [&](auto e) { return launchAddScaled<decltype(e)>(out, a, b, n, alpha, stream); });
+}
+
+cudaError_t residual(DType dtype, void* out, const void* a, const void* b, size_t n,
+                     cudaStream_t stream) {
+  checkElementArgs("residual", dtype, n);
+  checkAligned("residual", "out", out, dtypeSize(dtype));
+  checkAligned("residual", "a", a, dtypeSize(dtype));
+  checkAligned("residual", "b", b, dtypeSize(dtype));
+  return dispatchGpu(dtype,
+                     [&](auto e) { return launchResidual<decltype(e)>(out, a, b, n, stream); });
 }
 
 }  // namespace bagua::kernels

@@ -44,6 +44,18 @@ void addScaledAll(void* out, const void* a, const void* b, size_t n, float alpha
   }
 }
 
+template <typename E>
+void residualAll(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<typename E::Bits*>(out);
+  const auto* x = static_cast<const typename E::Bits*>(a);
+  const auto* y = static_cast<const typename E::Bits*>(b);
+  const typename E::Bits zero = E::fromFloat(0.0f);
+  for (size_t i = 0; i < n; ++i) {
+    const typename E::Bits r = E::fromFloat(E::toFloat(x[i]) - E::toFloat(y[i]));
+    o[i] = minmax::isFiniteHd(E::toFloat(r)) ? r : zero;
+  }
+}
+
 }  // namespace
 
 void reduceChunksCpu(DType dtype, void* data, size_t chunkElems, int nChunks, int target,
@@ -61,6 +73,11 @@ void scaleCpu(DType dtype, void* data, size_t n, float factor) {
 void addScaledCpu(DType dtype, void* out, const void* a, const void* b, size_t n, float alpha) {
   checkElementArgs("addScaledCpu", dtype, n);
   dispatchCpu(dtype, [&](auto e) { addScaledAll<decltype(e)>(out, a, b, n, alpha); });
+}
+
+void residualCpu(DType dtype, void* out, const void* a, const void* b, size_t n) {
+  checkElementArgs("residualCpu", dtype, n);
+  dispatchCpu(dtype, [&](auto e) { residualAll<decltype(e)>(out, a, b, n); });
 }
 
 }  // namespace bagua::kernels

@@ -91,4 +91,11 @@ void scaleCpu(DType dtype, void* data, size_t n, float factor);
 // out[i] = a[i] + alpha * b[i] (fp32, two roundings, no FMA; out may alias a or b).
 void addScaledCpu(DType dtype, void* out, const void* a, const void* b, size_t n, float alpha);
 
+// out[i] = a[i] - b[i] (fp32, rounded to the dtype), or 0 where that is not
+// finite: error feedback's residual (what a rank meant to send minus what its
+// codes decode to). A chunk that held an Inf or NaN decodes to NaN (an
+// overflowing loss-scaled step, which the scaler skips); its residual is
+// dropped instead of carried into every later step. out may alias a or b.
+void residualCpu(DType dtype, void* out, const void* a, const void* b, size_t n);
+
 }  // namespace bagua::kernels

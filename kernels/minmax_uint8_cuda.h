@@ -50,4 +50,8 @@ cudaError_t scale(DType dtype, void* data, size_t n, float factor, cudaStream_t 
 cudaError_t addScaled(DType dtype, void* out, const void* a, const void* b, size_t n, float alpha,
                       cudaStream_t stream);
 
+// residualCpu on the GPU (out may alias a or b).
+cudaError_t residual(DType dtype, void* out, const void* a, const void* b, size_t n,
+                     cudaStream_t stream);
+
 }  // namespace bagua::kernels

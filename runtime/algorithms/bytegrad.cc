@@ -82,9 +82,11 @@ std::shared_ptr<Work> ByteGrad::communicate(BucketContext& bucket) {
   }
   compress(ops, dtype, bucket.data, chunk, n, -1, send);
   if (options_.errorFeedback) {
-    // residual = what this rank meant to send minus what the codes say.
+    // residual = what this rank meant to send minus what the codes say; 0
+    // where a chunk held an Inf or NaN (decoded as NaN): carried on, one
+    // overflowing step would make every later one NaN.
     decompress(ops, dtype, send, chunk, n, s.decoded->data());
-    ops.addScaled(dtype, s.residual->data(), bucket.data, s.decoded->data(), numel, -1.0f);
+    ops.residual(dtype, s.residual->data(), bucket.data, s.decoded->data(), numel);
   }
   comm.alltoall(send, recv, stride);
   decompress(ops, dtype, recv, chunk, n, bucket.data);

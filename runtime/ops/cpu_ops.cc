@@ -80,6 +80,11 @@ void CpuOps::addScaled(DType dtype, void* out, const void* a, const void* b, siz
   comm_.enqueue("addScaled", [=] { kernels::addScaledCpu(dtype, out, a, b, n, alpha); });
 }
 
+void CpuOps::residual(DType dtype, void* out, const void* a, const void* b, size_t n) {
+  requireAlgorithmDType("residual", dtype);
+  comm_.enqueue("residual", [=] { kernels::residualCpu(dtype, out, a, b, n); });
+}
+
 std::shared_ptr<Work> CpuOps::fence(std::string what) {
   return comm_.enqueue(std::move(what), [] {});
 }

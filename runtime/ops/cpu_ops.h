@@ -30,6 +30,7 @@ class CpuOps final : public DeviceOps {
                     bool average) override;
   void addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,
                  float alpha) override;
+  void residual(DType dtype, void* out, const void* a, const void* b, size_t n) override;
   std::shared_ptr<Work> fence(std::string what) override;
 
  private:

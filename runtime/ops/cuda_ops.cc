@@ -93,4 +93,10 @@ void CudaOps::addScaled(DType dtype, void* out, const void* a, const void* b, si
   BAGUA_CUDA_CHECK(kernels::addScaled(dtype, out, a, b, n, alpha, comm_.stream()));
 }
 
+void CudaOps::residual(DType dtype, void* out, const void* a, const void* b, size_t n) {
+  DeviceScope scope(comm_.cudaDevice());
+  requireAlgorithmDType("residual", dtype);
+  BAGUA_CUDA_CHECK(kernels::residual(dtype, out, a, b, n, comm_.stream()));
+}
+
 }  // namespace bagua

@@ -53,6 +53,8 @@ class DeviceOps {
   // out = a + alpha * b, element-wise over n elements (out may alias a).
   virtual void addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,
                          float alpha) = 0;
+  // out = a - b, or 0 where that is not finite (kernels::residualCpu).
+  virtual void residual(DType dtype, void* out, const void* a, const void* b, size_t n) = 0;
   // A Work that finishes once every step enqueued before it has.
   virtual std::shared_ptr<Work> fence(std::string what) = 0;
 };

@@ -93,6 +93,39 @@ TEST(Scale, MultipliesInFp32AndRounds) {
   }
 }
 
+// Error feedback's residual: a - b as addScaled(a, b, -1) computes it, and 0
+// where that is not finite: a NaN b (a chunk that held an Inf decodes to
+// NaN), an Inf a, or a difference that overflows the dtype.
+TEST(Residual, DifferenceOrZeroWhereNotFiniteAndMayAlias) {
+  for (DType dtype : kAllDTypes) {
+    const KernelCase a = makeCase(dtype, 777, 1, Pattern::kUniform, 41);
+    KernelCase b = makeCase(dtype, 777, 1, Pattern::kUniform, 42);
+    // Specials in b at 3 places and in a at one.
+    std::vector<uint8_t> aBytes = a.bytes;
+    testing::setElement(dtype, b.bytes.data(), 5, std::nanf(""));
+    testing::setElement(dtype, b.bytes.data(), 6, INFINITY);
+    testing::setElement(dtype, aBytes.data(), 7, -INFINITY);
+    const float big = dtype == DType::kFloat16 ? 65504.0f : 3.0e38f;
+    testing::setElement(dtype, aBytes.data(), 8, big);
+    testing::setElement(dtype, b.bytes.data(), 8, -big);  // a - b overflows
+    std::vector<uint8_t> want(a.bytes.size());
+    addScaledCpu(dtype, want.data(), aBytes.data(), b.bytes.data(), 777, -1.0f);
+    std::vector<uint8_t> out(a.bytes.size());
+    residualCpu(dtype, out.data(), aBytes.data(), b.bytes.data(), 777);
+    std::vector<uint8_t> inPlace = aBytes;
+    residualCpu(dtype, inPlace.data(), inPlace.data(), b.bytes.data(), 777);
+    EXPECT_EQ(out, inPlace);
+    for (size_t i = 0; i < 777; ++i) {
+      const float got = elementAt(dtype, out.data(), i);
+      if (i >= 5 && i <= 8) {
+        EXPECT_EQ(got, 0.0f) << dtypeName(dtype) << " element " << i;
+      } else {
+        EXPECT_EQ(got, elementAt(dtype, want.data(), i)) << dtypeName(dtype) << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(AddScaled, RoundsTheProductThenTheSumAndMayAlias) {
   for (DType dtype : kAllDTypes) {
     const KernelCase a = makeCase(dtype, 777, 1, Pattern::kUniform, 31);

@@ -172,6 +172,17 @@ float elementAt(DType dtype, const void* data, size_t i) {
   return std::numeric_limits<float>::quiet_NaN();
 }
 
+void setElement(DType dtype, void* data, size_t i, float value) {
+  auto* bytes = static_cast<uint8_t*>(data);
+  if (dtype == DType::kFloat32) {
+    const uint32_t b = floatBits(value);
+    std::memcpy(bytes + 4 * i, &b, 4);
+    return;
+  }
+  const uint16_t h = dtype == DType::kFloat16 ? floatToHalf(value) : floatToBf16(value);
+  std::memcpy(bytes + 2 * i, &h, 2);
+}
+
 uint32_t bitsAt(DType dtype, const void* data, size_t i) {
   const auto* p = static_cast<const uint8_t*>(data);
   if (dtype == DType::kFloat32) {

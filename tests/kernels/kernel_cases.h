@@ -46,6 +46,9 @@ std::vector<KernelCase> standardCases();
 // Element i of a buffer of dtype, widened to float.
 float elementAt(DType dtype, const void* data, size_t i);
 
+// Writes `value`, rounded to dtype, as element i.
+void setElement(DType dtype, void* data, size_t i, float value);
+
 // Bits of element i (fp16/bf16 zero-extended).
 uint32_t bitsAt(DType dtype, const void* data, size_t i);
 

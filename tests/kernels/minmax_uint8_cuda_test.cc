@@ -162,6 +162,12 @@ TEST_F(CudaKernels, ScaleAndAddScaledMatchCpu) {
         ASSERT_CUDA(addScaled(dtype, x.get(), x.get(), y.get(), n, 1.7f, stream_));
         ASSERT_CUDA(cudaStreamSynchronize(stream_));
         ASSERT_EQ(difference(x.download(), cpu), "") << a.name << " addScaled";
+
+        // b holds NaN and Inf (kSpecials): residual's zeros land where the CPU's do.
+        residualCpu(dtype, cpu.data(), cpu.data(), b.data(), n);
+        ASSERT_CUDA(residual(dtype, x.get(), x.get(), y.get(), n, stream_));
+        ASSERT_CUDA(cudaStreamSynchronize(stream_));
+        ASSERT_EQ(difference(x.download(), cpu), "") << a.name << " residual";
       }
     }
   }

@@ -191,6 +191,40 @@ TEST_P(ReducerRanks, ByteGradErrorFeedbackCarriesTheQuantizationError) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+TEST_P(ReducerRanks, ByteGradErrorFeedbackRecoversFromAnOverflowingStep) {
+  // An Inf in one step's gradient (an overflowing loss-scaled step, which
+  // the scaler skips) makes its chunk NaN in that step only: the residual
+  // must not carry the NaN into every later step.
+  auto outcomes = runRanks(GetParam(), [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store, "gloo-ef-inf");
+    ByteGrad::Options o;
+    o.errorFeedback = true;
+    Reducer::Options ro = smallBuckets();
+    ro.storePrefix = "ef-inf";
+    Reducer reducer(s.comm, s.ops, std::make_shared<ByteGrad>(o), s.specs, store, ro);
+    const size_t t = 6;  // the 4096-element tensor
+    for (int step = 0; step < 4; ++step) {
+      for (size_t k = 0; k < kSizes.size(); ++k) {
+        std::vector<float> g = gradient(rank, k, kSizes[k]);
+        std::copy(g.begin(), g.end(), s.grads[k].begin());
+      }
+      if (step == 1 && rank == 0) s.grads[t][10] = INFINITY;
+      reducer.markAllReady();
+      reducer.wait();
+      size_t nonFinite = 0;
+      for (float v : s.grads[t]) nonFinite += std::isfinite(v) ? 0 : 1;
+      if (step != 1) {
+        check(nonFinite == 0, "step " + std::to_string(step) + ": " + std::to_string(nonFinite) +
+                                  " non-finite elements");
+      } else {
+        check(nonFinite > 0, "the overflowing step came out finite");
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, ReducerRanks, ::testing::Values(1, 2, 3, 4));
 
 TEST(ReducerErrors, MismatchedRegistrationIsNamed) {
