@@ -33,7 +33,7 @@ struct PyAsyncModelAverage {
     o.interval = std::chrono::milliseconds(static_cast<long long>(intervalMs));
     o.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
     impl = std::make_unique<AsyncModelAverage>(group.comm(), group.ops(), std::move(specs),
-                                               stepOpsFor(group.comm()->device()), o);
+                                               stepOpsFor(group), o);
   }
   ~PyAsyncModelAverage() {
     if (PyGILState_Check()) {

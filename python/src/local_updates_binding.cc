@@ -48,7 +48,7 @@ void constructLocalSgd(PyLocalSgd* self, ProcessGroup& group, const TensorTuples
   const Device device = group.comm()->device();
   new (self) PyLocalSgd{std::make_unique<LocalSgd>(group.comm(), group.ops(),
                                                    tensorSpecs(tensors, device),
-                                                   stepOpsFor(device), o)};
+                                                   stepOpsFor(group), o)};
 }
 
 void constructDiLoCo(PyDiLoCo* self, ProcessGroup& group, const TensorTuples& tensors,
@@ -58,7 +58,7 @@ void constructDiLoCo(PyDiLoCo* self, ProcessGroup& group, const TensorTuples& te
   o.timeout = timeoutFromSeconds(timeoutS);
   const Device device = group.comm()->device();
   new (self) PyDiLoCo{std::make_unique<DiLoCo>(group.comm(), group.ops(),
-                                               tensorSpecs(tensors, device), stepOpsFor(device),
+                                               tensorSpecs(tensors, device), stepOpsFor(group),
                                                o)};
 }
 

@@ -40,13 +40,16 @@ std::chrono::milliseconds timeoutFromSeconds(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
-StepOpsFactory stepOpsFor(Device device) {
+StepOpsFactory stepOpsFor(const ProcessGroup& group) {
 #if BAGUA_PYTHON_HAVE_NCCL
-  if (device == Device::kCuda) {
-    return [](uintptr_t stream) { return cudaStepOps(reinterpret_cast<cudaStream_t>(stream)); };
+  if (auto* nccl = dynamic_cast<NcclCommunicator*>(group.raw().get())) {
+    const int device = nccl->cudaDevice();
+    return [device](uintptr_t stream) {
+      return cudaStepOps(reinterpret_cast<cudaStream_t>(stream), device);
+    };
   }
 #endif
-  (void)device;
+  (void)group;
   return [](uintptr_t) { return cpuStepOps(); };
 }
 

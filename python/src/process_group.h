@@ -35,7 +35,11 @@ void shutdownNccl();
 std::chrono::milliseconds timeoutFromSeconds(double seconds);
 
 // The training side's StepOps (runtime/ops/step_ops.h) for `device`.
-StepOpsFactory stepOpsFor(Device device);
+class ProcessGroup;
+// Step operations on the stream of the group's device (a CUDA group's
+// communicator device is made current for each: the caller's current device
+// may be another, e.g. cuda:0 in a script that never called set_device).
+StepOpsFactory stepOpsFor(const ProcessGroup& group);
 
 // Tensors as Python passes them: (name, data pointer, element count, dtype name).
 using TensorTuples = std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>;
@@ -91,6 +95,8 @@ class ProcessGroup {
   uint64_t bytesSent() const { return comm_->bytesSent(); }
   std::shared_ptr<DeviceOps> ops() const { return ops_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // The Gloo or NCCL communicator itself (comm() counts its bytes).
+  std::shared_ptr<Communicator> raw() const { return raw_; }
 
  private:
   // Runs `enqueue` (one operation on comm_) with the ordering above: the one

@@ -5,6 +5,7 @@
 
 #include "kernels/minmax_uint8_cuda.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device_scope.h"
 #include "runtime/cuda/stream_event.h"
 
 namespace bagua {
@@ -48,28 +49,32 @@ class StreamEventWork final : public Work, public StreamEvent {
 
 class CudaStepOps final : public StepOps {
  public:
-  explicit CudaStepOps(cudaStream_t stream) : stream_(stream) {}
+  CudaStepOps(cudaStream_t stream, int device) : stream_(stream), device_(device) {}
 
   void copy(void* dst, const void* src, size_t bytes) override {
     if (dst == src || bytes == 0) return;
+    DeviceScope scope(device_);
     BAGUA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
   }
   void addScaled(DType dtype, void* out, const void* a, const void* b, size_t n,
                  float alpha) override {
+    DeviceScope scope(device_);
     BAGUA_CUDA_CHECK(kernels::addScaled(dtype, out, a, b, n, alpha, stream_));
   }
   std::shared_ptr<Work> fence(std::string what) override {
+    DeviceScope scope(device_);  // the event must live on the stream's device
     return std::make_shared<StreamEventWork>(stream_, std::move(what));
   }
 
  private:
   cudaStream_t stream_;
+  int device_;
 };
 
 }  // namespace
 
-std::unique_ptr<StepOps> cudaStepOps(cudaStream_t stream) {
-  return std::make_unique<CudaStepOps>(stream);
+std::unique_ptr<StepOps> cudaStepOps(cudaStream_t stream, int device) {
+  return std::make_unique<CudaStepOps>(stream, device);
 }
 
 }  // namespace bagua

@@ -8,6 +8,8 @@
 
 namespace bagua {
 
-std::unique_ptr<StepOps> cudaStepOps(cudaStream_t stream);
+// `device`: the stream's CUDA device, made current for each operation (a
+// kernel or event on another device's stream fails).
+std::unique_ptr<StepOps> cudaStepOps(cudaStream_t stream, int device);
 
 }  // namespace bagua
