@@ -165,3 +165,42 @@ def test_attempt_prefix_only_where_every_rank_agrees_on_the_attempt(monkeypatch)
         assert pg._attempt_prefix() is None
         assert pg._attempt_prefix() is None
     assert len(caught) == 1 and "--rdzv-backend=c10d" in str(caught[0].message)
+
+
+def test_checkpoint_saves_survive_leftovers_and_failures(tmp_path, monkeypatch):
+    """A save killed before its rename leaves a directory with only a
+    temporary file: pruning must not count it (it pushed a good checkpoint
+    out); a failed save (disk full) leaves no temporary file; a release
+    tracker without its directory is an error, not a fresh start."""
+    import torch
+
+    from bagua.torch_api import checkpoint as ck
+
+    model = torch.nn.Linear(3, 2)
+    path = str(tmp_path / "ckpt")
+    ck.save_checkpoint(10, path, model)
+    junk = tmp_path / "ckpt" / "iter_0000020"
+    junk.mkdir()
+    (junk / "mp_rank_00_model_states.pt.tmp123").write_bytes(b"partial")
+    ck.save_checkpoint(15, path, model, keep=2)
+    assert sorted(os.listdir(path)) == ["iter_0000010", "iter_0000015",
+                                        "latest_checkpointed_iteration.txt"]
+
+    def full_disk(obj, f, *args, **kwargs):
+        with open(f, "wb") as out:
+            out.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        ck.save_checkpoint(20, path, model)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path / "ckpt" / "iter_0000020") == []  # no temporary file left
+    assert ck.latest_iteration(path) == 15
+
+    release = str(tmp_path / "released")
+    os.makedirs(release)
+    with open(os.path.join(release, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write("release")
+    with pytest.raises(FileNotFoundError, match="release.*does not exist"):
+        ck.load_checkpoint(release, model)

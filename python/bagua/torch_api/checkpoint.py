@@ -100,11 +100,32 @@ def latest_iteration(checkpoints_path):
     return _tracked(checkpoints_path)[0]
 
 
+def _fsync(path, directory=False):
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _atomic_write(path, write):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """`write(tmp)`, then tmp renamed to `path`: a reader sees the old file
+    or the whole new one. The data reaches the disk before the rename does
+    (fsync), so a machine that crashes (the usual elastic failure, unlike a
+    killed process) cannot leave a tracker naming a checkpoint whose data
+    never landed. A failed write (disk full) removes its temporary file."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync(directory, directory=True)
 
 
 def save_checkpoint(iteration, checkpoints_path, model, optimizer=None, lr_scheduler=None,
@@ -138,9 +159,19 @@ def save_checkpoint(iteration, checkpoints_path, model, optimizer=None, lr_sched
 
 
 def _prune(checkpoints_path, keep, newest):
+    """Keeps the newest `keep` complete checkpoints. A directory without its
+    model file (a save killed before the rename left only a temporary file)
+    is no checkpoint: it is removed, not counted (it pushed a good one out)."""
     found = sorted(int(d[len("iter_"):]) for d in os.listdir(checkpoints_path)
                    if d.startswith("iter_") and d[len("iter_"):].isdigit())
-    for old in [i for i in found if i != newest][:max(0, len(found) - max(keep, 1))]:
+    complete = []
+    for i in found:
+        if os.path.isfile(checkpoint_path(checkpoints_path, i)):
+            complete.append(i)
+        elif i != newest:
+            shutil.rmtree(os.path.dirname(checkpoint_path(checkpoints_path, i)),
+                          ignore_errors=True)
+    for old in [i for i in complete if i != newest][:max(0, len(complete) - max(keep, 1))]:
         shutil.rmtree(os.path.dirname(checkpoint_path(checkpoints_path, old)),
                       ignore_errors=True)
 
@@ -185,8 +216,11 @@ def load_checkpoint(checkpoints_path, model, optimizer=None, lr_scheduler=None, 
                 f"{checkpoints_path} (iterations {seen}, by rank): it must be shared by every "
                 "node")
     path = checkpoint_path(checkpoints_path, iteration, release)
-    if iteration == 0 and not os.path.isfile(path):
-        return 0
+    if not os.path.isfile(path):
+        if iteration == 0 and not release:
+            return 0  # no checkpoint yet
+        raise FileNotFoundError(f"bagua.checkpoint: the tracker of {checkpoints_path} names "
+                                f"{path}, which does not exist")
     state = torch.load(path, map_location=map_location, weights_only=False)
     module = _module(model)
     if strict:
