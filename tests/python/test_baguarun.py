@@ -88,6 +88,48 @@ def test_baguarun_failure_stops_the_other_host(tmp_path, fake_ssh):
     assert not list(tmp_path.glob("w.rank*.json"))
 
 
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM"])
+def test_baguarun_stopped_by_a_signal_stops_every_host(tmp_path, fake_ssh, sig):
+    # SIGHUP: the terminal that ran baguarun closed. The ssh processes run in
+    # sessions of their own, so only baguarun can pass the hangup on.
+    import signal
+    import subprocess
+
+    env, _ = fake_ssh
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import os, sys, time\n"
+                       "open(sys.argv[1] + '.' + os.environ['RANK'], 'w').write(str(os.getpid()))\n"
+                       "time.sleep(120)\n")
+    pids = str(tmp_path / "pid")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bagua.script.baguarun", "--host_list", "localhost,localhost",
+         "--nproc_per_node", "1", "--master_port", str(free_port()), str(sleeper), pids],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("pid.*"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
+        assert len(workers) == 2, proc.stdout.read1().decode(errors="replace")[-3000:]
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(timeout=30) == 128 + getattr(signal, sig)
+        deadline = time.monotonic() + 20
+        alive = workers
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if os.path.exists(f"/proc/{p}")
+                     and open(f"/proc/{p}/stat").read().split()[2] != "Z"]
+            time.sleep(0.2)
+        assert alive == [], f"workers {alive} outlived baguarun's {sig}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in tmp_path.glob("pid.*"):
+            try:
+                os.kill(int(p.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
 def test_baguarun_arguments(monkeypatch):
     monkeypatch.delenv("BAGUA_SSH_PORT", raising=False)
     assert baguarun.parse_hosts("a,b:8022", None) == [("a", None), ("b", 8022)]

@@ -218,9 +218,13 @@ def launch(args, out=None):
     def on_signal(signum, frame):
         raise SystemExit(128 + signum)
 
-    # SIGTERM stops every host too (signal handlers: main thread only).
+    # SIGTERM stops every host too, and so do SIGHUP (the login session that
+    # ran baguarun ended: the ssh processes have sessions of their own, so the
+    # hangup would not reach them) and SIGQUIT (signal handlers: main thread
+    # only). A SIGKILL still leaves the remote launchers running.
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, on_signal) if in_main else None
+    stopping = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+    previous = {s: signal.signal(s, on_signal) for s in stopping} if in_main else {}
     try:
         for rank, ((name, port), prefix) in enumerate(zip(args.hosts, _prefixes(args.hosts))):
             command = remote_command(args, rank)
@@ -250,8 +254,8 @@ def launch(args, out=None):
         for host in hosts:
             if host.reader is not None:
                 host.reader.join(timeout=5)
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     if failed is None:
         return 0
     code = failed[1]
