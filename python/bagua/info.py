@@ -35,8 +35,13 @@ def _line(name, value):
 
 
 def _build():
-    from . import _C
-
+    try:
+        from . import _C
+    except (ImportError, OSError) as error:  # the case this report is most needed in
+        _line("bagua", f"NOT LOADABLE: bagua._C: {error} "
+                       f"({os.path.dirname(os.path.abspath(__file__))}; reinstall bagua: pip "
+                       "install . in its source tree)")
+        return None
     build = _C.build_info()
     _line("bagua", f"{build['version']} ({os.path.dirname(os.path.abspath(__file__))})")
     if build["cuda"]:
@@ -141,6 +146,9 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     build = _build()
     torch = _torch()
+    if build is None:  # what needs the binding is unknown: the rest still says what it can
+        _lightning()
+        return 1
     if torch is not None:
         _nccl(build)
         _cpu()

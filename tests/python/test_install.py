@@ -38,6 +38,25 @@ def test_bagua_info_names_every_part():
     assert "v8, v9, v10, v11, v12" in run.stdout, run.stdout
 
 
+def test_bagua_info_reports_a_binding_that_does_not_load(tmp_path):
+    # A copy of the package without its compiled binding: the report says so
+    # and goes on (it crashed with a traceback, where it is most needed).
+    import shutil
+
+    import bagua
+
+    copy = tmp_path / "bagua"
+    shutil.copytree(os.path.dirname(bagua.__file__), copy,
+                    ignore=shutil.ignore_patterns("_C*.so", "__pycache__"))
+    run = subprocess.run([sys.executable, "-m", "bagua.info", "--no-nccl-check"],
+                         capture_output=True, text=True, timeout=120, cwd="/",
+                         env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "NOT LOADABLE: bagua._C" in run.stdout, run.stdout
+    assert "Traceback" not in run.stderr, run.stderr
+    assert "torch:" in run.stdout and "Lightning:" in run.stdout, run.stdout
+
+
 def test_lightning_hook_runs_at_start_up():
     # The positive case: the .pth line is installed and imports the hook.
     run = _python("import sys; print('_bagua_lightning_hook' in sys.modules)")
