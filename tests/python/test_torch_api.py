@@ -98,3 +98,25 @@ def test_torch_distributed_reduce_ops_map_by_name():
         _op_name(dist.ReduceOp.PREMUL_SUM)
     with pytest.raises(ValueError, match="unknown ReduceOp 42"):
         _op_name(42)
+
+
+def test_malformed_environment_numbers_are_named(monkeypatch):
+    """An empty or malformed BAGUA_DEFAULT_BUCKET_SIZE / BAGUA_TIMEOUT_S is an
+    error naming the variable (int() and float() named only the text)."""
+    import pytest
+
+    from bagua.torch_api import env
+    from bagua.torch_api.process_group import _timeout_s
+
+    for text, match in (("", "is not an integer"), ("10M", "is not an integer"),
+                        ("-5", "must be at least 1")):
+        monkeypatch.setenv("BAGUA_DEFAULT_BUCKET_SIZE", text)
+        with pytest.raises(ValueError, match=r"\$BAGUA_DEFAULT_BUCKET_SIZE=.*" + match):
+            env.get_default_bucket_size()
+    monkeypatch.setenv("BAGUA_DEFAULT_BUCKET_SIZE", "4096")
+    assert env.get_default_bucket_size() == 4096
+    monkeypatch.setenv("BAGUA_TIMEOUT_S", "")
+    with pytest.raises(ValueError, match=r"\$BAGUA_TIMEOUT_S='' is not a number"):
+        _timeout_s()
+    monkeypatch.setenv("BAGUA_TIMEOUT_S", "2.5")
+    assert _timeout_s() == 2.5

@@ -109,7 +109,10 @@ def parse_args(argv=None):
     if args.host_list is None:
         args.host_list = os.environ.get("BAGUA_NODE_DOMAIN_NAMES", "")
     if args.ssh_port is None and os.environ.get("BAGUA_SSH_PORT"):
-        args.ssh_port = int(os.environ["BAGUA_SSH_PORT"])
+        try:
+            args.ssh_port = int(os.environ["BAGUA_SSH_PORT"])
+        except ValueError:
+            parser.error(f"$BAGUA_SSH_PORT={os.environ['BAGUA_SSH_PORT']!r} is not a port number")
     if not args.host_list:
         parser.error("--host_list or $BAGUA_NODE_DOMAIN_NAMES must be set")
     try:

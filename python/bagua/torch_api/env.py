@@ -4,6 +4,23 @@ arguments), with the original's function names and defaults."""
 import os
 
 
+def number_from_env(name, default, kind=int, minimum=None):
+    """$name as `kind` (int or float), `default` when unset; a value that is
+    empty, malformed or below `minimum` is a ValueError naming the variable
+    (int() and float() name only the text)."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"bagua: ${name}={text!r} is not {what}") from None
+    if minimum is not None and value < minimum:
+        raise ValueError(f"bagua: ${name}={text!r} must be at least {minimum}")
+    return value
+
+
 def get_world_size() -> int:
     """Number of processes in the job (WORLD_SIZE, default 1)."""
     return int(os.environ.get("WORLD_SIZE", 1))
@@ -39,4 +56,4 @@ def get_master_addr() -> str:
 
 def get_default_bucket_size() -> int:
     """Bucket size in bytes (BAGUA_DEFAULT_BUCKET_SIZE, default 10 MiB)."""
-    return int(os.environ.get("BAGUA_DEFAULT_BUCKET_SIZE", 10 * 1024**2))
+    return number_from_env("BAGUA_DEFAULT_BUCKET_SIZE", 10 * 1024**2, minimum=1)

@@ -56,7 +56,7 @@ def _shutdown_nccl_at_exit():
 
 def _timeout_s():
     """Seconds an operation may wait for its peers (BAGUA_TIMEOUT_S, default 300)."""
-    return float(os.environ.get("BAGUA_TIMEOUT_S", 300))
+    return env.number_from_env("BAGUA_TIMEOUT_S", 300.0, kind=float, minimum=1e-3)
 
 
 def _store_prefix(group_name, kind, device):

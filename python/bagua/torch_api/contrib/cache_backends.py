@@ -95,7 +95,7 @@ def share_per_node(namespace, make, attach):
             raise
         store.set(key, json.dumps({"ok": published}))
         return handle
-    timeout_s = float(os.environ.get("BAGUA_TIMEOUT_S", 300))
+    timeout_s = env.number_from_env("BAGUA_TIMEOUT_S", 300.0, kind=float, minimum=1e-3)
     try:
         store.wait([key], datetime.timedelta(seconds=timeout_s))
     except Exception as e:  # torch's stores raise their own error types on a timeout

@@ -89,7 +89,8 @@ class BaguaDistributedDataParallel:
         autotune_options = autotuning.resolve(autotune)
         self.bucket_bytes = int(autotuning.starting_bucket(
             autotune_options, int(bucket_bytes or env.get_default_bucket_size())))
-        self.timeout_s = float(timeout_s or os.environ.get("BAGUA_TIMEOUT_S", 300))
+        self.timeout_s = float(timeout_s or env.number_from_env("BAGUA_TIMEOUT_S", 300.0,
+                                                                kind=float, minimum=1e-3))
         self.require_backward_grad_sync = True
         self.bagua_train_step_counter = 0
         self.communication_count = 0  # backward passes that communicated
