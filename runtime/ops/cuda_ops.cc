@@ -18,6 +18,10 @@ class CudaBuffer final : public DeviceBuffer {
     if (bytes_ == 0) return;
     BAGUA_CUDA_CHECK(cudaMalloc(&data_, bytes_));
     BAGUA_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
+    // Zero before any stream may touch it: another stream (the training
+    // stream filling an async average's snapshot) is not ordered after this
+    // one. Buffers are made at setup, so the wait costs nothing per step.
+    BAGUA_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   ~CudaBuffer() override {
     if (data_ != nullptr) cudaFree(data_);
