@@ -17,11 +17,17 @@ class CudaBuffer final : public DeviceBuffer {
   CudaBuffer(size_t bytes, cudaStream_t stream) : bytes_(bytes) {
     if (bytes_ == 0) return;
     BAGUA_CUDA_CHECK(cudaMalloc(&data_, bytes_));
-    BAGUA_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
     // Zero before any stream may touch it: another stream (the training
-    // stream filling an async average's snapshot) is not ordered after this
-    // one. Buffers are made at setup, so the wait costs nothing per step.
-    BAGUA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    // stream filling an async average's snapshot) is not ordered after the
+    // communicator's. On a stream of its own, so the wait is for the memset
+    // alone, never for a collective the communicator's stream may be stuck in.
+    (void)stream;
+    cudaStream_t own = nullptr;
+    BAGUA_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+    cudaError_t err = cudaMemsetAsync(data_, 0, bytes_, own);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(own);
+    cudaStreamDestroy(own);
+    BAGUA_CUDA_CHECK(err);
   }
   ~CudaBuffer() override {
     if (data_ != nullptr) cudaFree(data_);
