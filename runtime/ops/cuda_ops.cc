@@ -14,14 +14,13 @@ namespace {
 
 class CudaBuffer final : public DeviceBuffer {
  public:
-  CudaBuffer(size_t bytes, cudaStream_t stream) : bytes_(bytes) {
+  explicit CudaBuffer(size_t bytes) : bytes_(bytes) {
     if (bytes_ == 0) return;
     BAGUA_CUDA_CHECK(cudaMalloc(&data_, bytes_));
     // Zero before any stream may touch it: another stream (the training
     // stream filling an async average's snapshot) is not ordered after the
     // communicator's. On a stream of its own, so the wait is for the memset
     // alone, never for a collective the communicator's stream may be stuck in.
-    (void)stream;
     cudaStream_t own = nullptr;
     BAGUA_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
     cudaError_t err = cudaMemsetAsync(data_, 0, bytes_, own);
@@ -44,7 +43,7 @@ class CudaBuffer final : public DeviceBuffer {
 
 std::unique_ptr<DeviceBuffer> CudaOps::allocate(size_t bytes) {
   DeviceScope scope(comm_.cudaDevice());
-  return std::make_unique<CudaBuffer>(bytes, comm_.stream());
+  return std::make_unique<CudaBuffer>(bytes);
 }
 
 void CudaOps::copy(void* dst, const void* src, size_t bytes) {
