@@ -22,10 +22,16 @@ class CudaBuffer final : public DeviceBuffer {
     // communicator's. On a stream of its own, so the wait is for the memset
     // alone, never for a collective the communicator's stream may be stuck in.
     cudaStream_t own = nullptr;
-    BAGUA_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
-    cudaError_t err = cudaMemsetAsync(data_, 0, bytes_, own);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(own);
-    cudaStreamDestroy(own);
+    cudaError_t err = cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
+    if (err == cudaSuccess) {
+      err = cudaMemsetAsync(data_, 0, bytes_, own);
+      if (err == cudaSuccess) err = cudaStreamSynchronize(own);
+      cudaStreamDestroy(own);
+    }
+    if (err != cudaSuccess) {
+      cudaFree(data_);  // no destructor runs for a constructor that throws
+      data_ = nullptr;
+    }
     BAGUA_CUDA_CHECK(err);
   }
   ~CudaBuffer() override {
