@@ -27,7 +27,10 @@ SOCKET = re.compile(r"^ESTAB\s+\d+\s+\d+\s+\S+:(\d+)\s+\S+:(\d+)\s+users:.*pid=(
 
 
 def socket_bytes():
-    """{(local port, peer port): bytes acknowledged} of this process's TCP sockets."""
+    """{(local port, peer port): bytes sent} of this process's TCP sockets:
+    counted when they leave, not when acknowledged (a peer's delayed ACK, 40
+    ms under load, moved QAdam's state broadcast of the step before into the
+    measured steps: 126720 bytes from a leader to another node's non-leader)."""
     out = subprocess.run(["ss", "-tinpH"], capture_output=True, text=True, check=True).stdout
     table, current = {}, None
     for line in out.splitlines():
@@ -36,8 +39,8 @@ def socket_bytes():
             current = (int(m.group(1)), int(m.group(2))) if int(m.group(3)) == os.getpid() \
                 else None
         elif current is not None:
-            acked = re.search(r"bytes_acked:(\d+)", line)
-            table[f"{current[0]}:{current[1]}"] = int(acked.group(1)) if acked else 0
+            sent = re.search(r"bytes_sent:(\d+)", line) or re.search(r"bytes_acked:(\d+)", line)
+            table[f"{current[0]}:{current[1]}"] = int(sent.group(1)) if sent else 0
     return table
 
 
