@@ -34,11 +34,11 @@ void shutdownNccl();
 // throws InvalidArgument unless it is positive.
 std::chrono::milliseconds timeoutFromSeconds(double seconds);
 
-// The training side's StepOps (runtime/ops/step_ops.h) for `device`.
 class ProcessGroup;
-// Step operations on the stream of the group's device (a CUDA group's
-// communicator device is made current for each: the caller's current device
-// may be another, e.g. cuda:0 in a script that never called set_device).
+// The training side's StepOps (runtime/ops/step_ops.h) for the group's
+// device: a CUDA group's communicator device is made current for each
+// operation (the caller's current device may be another, e.g. cuda:0 in a
+// script that never called set_device).
 StepOpsFactory stepOpsFor(const ProcessGroup& group);
 
 // Tensors as Python passes them: (name, data pointer, element count, dtype name).
