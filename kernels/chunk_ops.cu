@@ -36,58 +36,43 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// out = a + alpha * b for G elements at i. The product is rounded before the
-// sum (__fmul_rn / __fadd_rn are never fused into an FMA), as on the CPU.
-template <typename E, int G>
-__device__ __forceinline__ void addScaledPack(typename E::Bits* out, const typename E::Bits* a,
-                                              const typename E::Bits* b, float alpha, size_t i) {
-  using Bits = typename E::Bits;
-  const Pack<Bits, G> x = loadPack<G>(a + i);
-  const Pack<Bits, G> y = loadPack<G>(b + i);
-  Pack<Bits, G> r;
-#pragma unroll
-  for (int e = 0; e < G; ++e) {
-    r.v[e] = E::fromFloat(__fadd_rn(E::toFloat(x.v[e]), __fmul_rn(alpha, E::toFloat(y.v[e]))));
+// out = a + alpha * b. The product is rounded before the sum (__fmul_rn /
+// __fadd_rn are never fused into an FMA), as on the CPU.
+template <typename E>
+struct AddScaledOp {
+  float alpha;
+  __device__ typename E::Bits operator()(typename E::Bits a, typename E::Bits b) const {
+    return E::fromFloat(__fadd_rn(E::toFloat(a), __fmul_rn(alpha, E::toFloat(b))));
   }
-  storePack<G>(out + i, r);
-}
+};
 
-// out = a - b for G elements at i, or 0 where that is not finite (residualCpu).
-template <typename E, int G>
-__device__ __forceinline__ void residualPack(typename E::Bits* out, const typename E::Bits* a,
-                                             const typename E::Bits* b, size_t i) {
-  using Bits = typename E::Bits;
-  const Pack<Bits, G> x = loadPack<G>(a + i);
-  const Pack<Bits, G> y = loadPack<G>(b + i);
-  Pack<Bits, G> r;
-#pragma unroll
-  for (int e = 0; e < G; ++e) {
-    const Bits d = E::fromFloat(__fsub_rn(E::toFloat(x.v[e]), E::toFloat(y.v[e])));
-    r.v[e] = minmax::isFiniteHd(E::toFloat(d)) ? d : E::fromFloat(0.0f);
+// out = a - b, or 0 where that is not finite (residualCpu).
+template <typename E>
+struct ResidualOp {
+  __device__ typename E::Bits operator()(typename E::Bits a, typename E::Bits b) const {
+    const typename E::Bits d = E::fromFloat(__fsub_rn(E::toFloat(a), E::toFloat(b)));
+    return minmax::isFiniteHd(E::toFloat(d)) ? d : E::fromFloat(0.0f);
   }
-  storePack<G>(out + i, r);
-}
+};
 
-template <typename E, int G>
+// out = op(a, b) element-wise: G elements per pack, then the tail one by one.
+template <typename E, int G, typename Op>
 __global__ void __launch_bounds__(kThreads)
-    residualKernel(typename E::Bits* out, const typename E::Bits* a, const typename E::Bits* b,
-                   size_t n) {
+    binaryKernel(typename E::Bits* out, const typename E::Bits* a, const typename E::Bits* b,
+                 size_t n, Op op) {
+  using Bits = typename E::Bits;
   const size_t stride = size_t{gridDim.x} * kThreads;
   const size_t first = blockIdx.x * size_t{kThreads} + threadIdx.x;
   const size_t packs = n / G;
-  for (size_t p = first; p < packs; p += stride) residualPack<E, G>(out, a, b, p * G);
-  for (size_t i = packs * G + first; i < n; i += stride) residualPack<E, 1>(out, a, b, i);
-}
-
-template <typename E, int G>
-__global__ void __launch_bounds__(kThreads)
-    addScaledKernel(typename E::Bits* out, const typename E::Bits* a, const typename E::Bits* b,
-                    size_t n, float alpha) {
-  const size_t stride = size_t{gridDim.x} * kThreads;
-  const size_t first = blockIdx.x * size_t{kThreads} + threadIdx.x;
-  const size_t packs = n / G;
-  for (size_t p = first; p < packs; p += stride) addScaledPack<E, G>(out, a, b, alpha, p * G);
-  for (size_t i = packs * G + first; i < n; i += stride) addScaledPack<E, 1>(out, a, b, alpha, i);
+  for (size_t p = first; p < packs; p += stride) {
+    const Pack<Bits, G> x = loadPack<G>(a + p * G);
+    const Pack<Bits, G> y = loadPack<G>(b + p * G);
+    Pack<Bits, G> r;
+#pragma unroll
+    for (int e = 0; e < G; ++e) r.v[e] = op(x.v[e], y.v[e]);
+    storePack<G>(out + p * G, r);
+  }
+  for (size_t i = packs * G + first; i < n; i += stride) out[i] = op(a[i], b[i]);
 }
 
 template <typename E, int G>
@@ -149,9 +134,10 @@ cudaError_t launchScale(void* data, size_t n, float factor, cudaStream_t stream)
   return cudaSuccess;
 }
 
-template <typename E>
-cudaError_t launchAddScaled(void* out, const void* a, const void* b, size_t n, float alpha,
-                            cudaStream_t stream) {
+// binaryKernel over n elements: packed where all three pointers are 16-byte aligned.
+template <typename E, typename Op>
+cudaError_t launchBinary(void* out, const void* a, const void* b, size_t n, Op op,
+                         cudaStream_t stream) {
   using Bits = typename E::Bits;
   if (n == 0) return cudaSuccess;
   int resident = 0;
@@ -162,31 +148,9 @@ cudaError_t launchAddScaled(void* out, const void* a, const void* b, size_t n, f
   const auto* x = static_cast<const Bits*>(a);
   const auto* y = static_cast<const Bits*>(b);
   if (aligned16(o) && aligned16(x) && aligned16(y)) {
-    addScaledKernel<E, kG>
-        <<<blocksFor(n / kG + 1, resident), kThreads, 0, stream>>>(o, x, y, n, alpha);
+    binaryKernel<E, kG><<<blocksFor(n / kG + 1, resident), kThreads, 0, stream>>>(o, x, y, n, op);
   } else {
-    addScaledKernel<E, 1><<<blocksFor(n, resident), kThreads, 0, stream>>>(o, x, y, n, alpha);
-  }
-  BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
-  return cudaSuccess;
-}
-
-template <typename E>
-cudaError_t launchResidual(void* out, const void* a, const void* b, size_t n,
-                           cudaStream_t stream) {
-  using Bits = typename E::Bits;
-  if (n == 0) return cudaSuccess;
-  int resident = 0;
-  cudaError_t err = residentBlocks(&resident);
-  if (err != cudaSuccess) return err;
-  constexpr int kG = kVec<E>;
-  auto* o = static_cast<Bits*>(out);
-  const auto* x = static_cast<const Bits*>(a);
-  const auto* y = static_cast<const Bits*>(b);
-  if (aligned16(o) && aligned16(x) && aligned16(y)) {
-    residualKernel<E, kG><<<blocksFor(n / kG + 1, resident), kThreads, 0, stream>>>(o, x, y, n);
-  } else {
-    residualKernel<E, 1><<<blocksFor(n, resident), kThreads, 0, stream>>>(o, x, y, n);
+    binaryKernel<E, 1><<<blocksFor(n, resident), kThreads, 0, stream>>>(o, x, y, n, op);
   }
   BAGUA_KERNELS_RETURN_IF_LAUNCH_FAILED();
   return cudaSuccess;
@@ -217,7 +181,10 @@ cudaError_t addScaled(DType dtype, void* out, const void* a, const void* b, size
   checkAligned("addScaled", "a", a, dtypeSize(dtype));
   checkAligned("addScaled", "b", b, dtypeSize(dtype));
   return dispatchGpu(
-      dtype, [&](auto e) { return launchAddScaled<decltype(e)>(out, a, b, n, alpha, stream); });
+      dtype, [&](auto e) {
+        using E = decltype(e);
+        return launchBinary<E>(out, a, b, n, AddScaledOp<E>{alpha}, stream);
+      });
 }
 
 cudaError_t residual(DType dtype, void* out, const void* a, const void* b, size_t n,
@@ -227,7 +194,10 @@ cudaError_t residual(DType dtype, void* out, const void* a, const void* b, size_
   checkAligned("residual", "a", a, dtypeSize(dtype));
   checkAligned("residual", "b", b, dtypeSize(dtype));
   return dispatchGpu(dtype,
-                     [&](auto e) { return launchResidual<decltype(e)>(out, a, b, n, stream); });
+                     [&](auto e) {
+                       using E = decltype(e);
+                       return launchBinary<E>(out, a, b, n, ResidualOp<E>{}, stream);
+                     });
 }
 
 }  // namespace bagua::kernels
