@@ -29,6 +29,8 @@
 #   OUT_DIR/tcp_info.txt, condensed per configuration by bench/cpu/tcp_info_summary.py
 #   (OUT_DIR/tcp_info_summary.md)
 #   DDP_GAP_MS=<ms> (also DDP steps with the link idle this long between them)
+#   SIZES_MIB=1,4,16,64,256 (all_reduce sizes), SECONDS_PER_SIZE=2 (timed seconds per size: a
+#   256 MiB op takes 0.2 s on this link, so 2 s times only 6-9 of them)
 #   TCP_CC=<name> (the TCP congestion control on the link's routes, e.g. cubic, most distributions'
 #   default; unset: the host's, bbr on the GPU host)
 #   EMU_REALTIME=1 (tun: the emulator's threads run SCHED_FIFO; 0: as before 2026-11-30)
@@ -59,6 +61,8 @@ EMU_PID=
 RANK_CPUS=${RANK_CPUS:-}
 PROBE_STREAMS=${PROBE_STREAMS:-4}
 TCP_CC=${TCP_CC:-}
+SIZES_MIB=${SIZES_MIB:-1,4,16,64,256}
+SECONDS_PER_SIZE=${SECONDS_PER_SIZE:-2}
 if [ "$LINK" = tun ] && [ -z "$RANK_CPUS" ]; then
   RANK_CPUS=$(python3 -c '
 import os, sys
@@ -221,6 +225,7 @@ for rep in $(seq 1 "$REPS"); do
         NCCL_DEBUG_SUBSYS=INIT,NET,TUNING \
         timeout "$CAP_S" python3 "$HERE/slow_link_bench.py" --rank $rank --world 2 \
         --master 10.233.0.1:$port --config "$name" --out "$OUT/results.jsonl" --ddp-gap-ms "${DDP_GAP_MS:-0}" \
+        --sizes-mib "$SIZES_MIB" --seconds "$SECONDS_PER_SIZE" \
         >"$OUT/${name}_$rep.rank$rank.log" 2>&1 &
       pids+=($!)
     done

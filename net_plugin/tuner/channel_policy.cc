@@ -129,15 +129,18 @@ std::string describe(const Policy& policy, const CommShape& comm) {
     std::snprintf(line, sizeof line,
                   "tuner leaves a communicator of %zu ranks on one node to NCCL", comm.nRanks);
   } else {
+    char why[96] = "";
+    if (policy.linkMbps > 0 && linkCap(policy) < floorChannels(policy)) {
+      std::snprintf(why, sizeof why, " (capped by the link's %d Mbit/s: one per %d)",
+                    policy.linkMbps, kMbpsPerChannel);
+    } else if (policy.channels == 0 && floorChannels(policy) < kAutoChannels) {
+      std::snprintf(why, sizeof why, " (one per CPU of this rank's share)");
+    }
     std::snprintf(line, sizeof line,
                   "tuner: %zu ranks on %zu nodes; collectives of >= %zu bytes get one channel "
                   "per %zu bytes, 2..%d%s",
                   comm.nRanks, comm.nNodes, kSmallBytes, policy.bytesPerChannel,
-                  mostChannels(policy),
-                  policy.linkMbps > 0 ? " (capped by the link's speed)"
-                  : policy.channels == 0 && floorChannels(policy) < kAutoChannels
-                      ? " (one per CPU of this rank's share)"
-                      : "");
+                  mostChannels(policy), why);
   }
   return line;
 }

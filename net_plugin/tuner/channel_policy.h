@@ -10,11 +10,19 @@
 // the tuner hands each collective only as many as its size fills.
 //
 // On a link of known speed the channels are capped at one per
-// kMbpsPerChannel (at least 2): over a 10 Gbit/s veth shaped with tbf, 16
-// channels moved 85-91% of line rate at 16-64 MiB and NCCL's 2 moved 95-96%,
-// with DDP 8% slower (bench/results/slow_link_gpu_2026-11-28). A link whose
-// speed nobody reports (lo, many virtual NICs) is not capped: over lo the 16
-// channels are the measured win above.
+// kMbpsPerChannel (at least 2): 8 on 10 Gbit/s. Each channel is a pipeline
+// whose steps wait on the peer, so a long path needs several to stay full:
+// over an emulated 10 Gbit/s link with 1 ms each way NCCL's 2 channels moved
+// 84-88% of the line at 64 MiB and 8 moved 93-94%, DDP 9.6 -> 10.8 steps/s;
+// with 5 ms each way 2 channels 42%, 8 83% (DDP 4.0 -> 7.4); with no delay
+// (veth, tbf) 2, 4 and 8 were level at 92-96%
+// (bench/results/slow_link_channels_gpu_2026-12-01). 16 on a 10 Gbit/s veth
+// moved 85-91% against 2's 95-96% (bench/results/slow_link_gpu_2026-11-28),
+// hence the cap. The decision must be the same on every rank (NCCL splits a
+// collective over the channels each rank names), so it rests on the link's
+// speed and the message size only, never on a measured round trip. A link
+// whose speed nobody reports (lo, many virtual NICs) is not capped: over lo
+// the 16 channels are the measured win above.
 //
 // Where a rank's share of the host's CPUs is below kCpusForAllChannels (4
 // ranks on 16 CPUs: 4; 8 ranks: 2), the automatic floor is that share (at
@@ -58,7 +66,7 @@ struct Policy {
 inline constexpr int kFirstNcclWithNetPluginTuner = 22100;
 
 // Link speed per channel for the cap (see above).
-inline constexpr int kMbpsPerChannel = 5000;
+inline constexpr int kMbpsPerChannel = 1250;
 // The automatic floor, and the CPU share from which a rank gets all of it.
 inline constexpr int kAutoChannels = 16;
 inline constexpr int kCpusForAllChannels = 8;

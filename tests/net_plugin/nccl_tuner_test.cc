@@ -74,18 +74,24 @@ TEST(ChannelPolicy, LeavesAloneWhatItMustNotTune) {
 
 TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
   Policy p;  // floor 16, 1 MiB per channel
-  p.linkMbps = 10000;  // NCCL's own 2 fill it: no floor, collectives left alone
+  p.linkMbps = 10000;  // one channel per 1250 Mbit/s: 8
+  EXPECT_EQ(mostChannels(p), 8);
+  EXPECT_EQ(channelFloor(p), 8);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 3 * kMiB), 3);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 8);
+  EXPECT_NE(describe(p, kTwoNodes).find("capped by the link"), std::string::npos);
+  p.linkMbps = 2500;  // NCCL's own 2 fill it: no floor, collectives left alone
   EXPECT_EQ(mostChannels(p), 2);
   EXPECT_EQ(channelFloor(p), 0);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 0);
-  EXPECT_NE(describe(p, kTwoNodes).find("10000 Mbit/s"), std::string::npos);
+  EXPECT_NE(describe(p, kTwoNodes).find("2500 Mbit/s"), std::string::npos);
   p.linkMbps = 1000;  // slower still: at least 2
   EXPECT_EQ(mostChannels(p), 2);
-  p.linkMbps = 25000;
+  p.linkMbps = 6250;
   EXPECT_EQ(channelFloor(p), 5);
-  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 3 * kMiB), 3);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 5);
-  EXPECT_NE(describe(p, kTwoNodes).find("capped by the link"), std::string::npos);
+  p.linkMbps = 25000;  // a cap of 20: the floor of 16 is the limit
+  EXPECT_EQ(channelFloor(p), 16);
   p.linkMbps = 400000;  // fast: the floor knob is the limit
   EXPECT_EQ(channelFloor(p), 16);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 16);
@@ -94,7 +100,7 @@ TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
   p.channels = 1;  // a floor knob of 1 on an unknown link is still the user's floor
   EXPECT_EQ(channelFloor(p), 1);
   EXPECT_EQ(describe(p, kTwoNodes).find("Mbit/s"), std::string::npos);
-  p.linkMbps = 25000;  // and under the link's cap it stays
+  p.linkMbps = 10000;  // and under the link's cap it stays
   EXPECT_EQ(channelFloor(p), 1);
 }
 
@@ -108,7 +114,7 @@ TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 4);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 3 * kMiB), 3);
   EXPECT_NE(describe(p, kTwoNodes).find("one per CPU"), std::string::npos);
-  p.linkMbps = 40000;  // the link's cap of 8 is above it
+  p.linkMbps = 40000;  // the link's cap of 32 is above it
   EXPECT_EQ(channelFloor(p), 4);
   p.linkMbps = 0;
   for (int cpus : {2, 1}) {  // 8 ranks on 16 CPUs, or a 1-CPU share: NCCL's own 2
@@ -377,9 +383,9 @@ TEST_F(TunerLibrary, OffLeavesNcclAlone) {
 
 TEST_F(TunerLibrary, AKnownLinkSpeedCapsTheChannels) {
   setenv("BAGUA_NET_SPEED_MBPS", "10000", 1);
-  EXPECT_EXIT(runLibraryCase(5, "", 0), ::testing::ExitedWithCode(0), "");
-  setenv("BAGUA_NET_SPEED_MBPS", "40000", 1);
-  EXPECT_EXIT(runLibraryCase(6, "8", 8), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(runLibraryCase(5, "8", 8), ::testing::ExitedWithCode(0), "");
+  setenv("BAGUA_NET_SPEED_MBPS", "2500", 1);  // NCCL's own 2 fill it
+  EXPECT_EXIT(runLibraryCase(6, "", 0), ::testing::ExitedWithCode(0), "");
   unsetenv("BAGUA_NET_SPEED_MBPS");
 }
 
