@@ -1,10 +1,12 @@
 #include "net_plugin/api/tuner_api.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <strings.h>
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -36,6 +38,36 @@ bool otherTunerNamed() {
   std::string lower(value);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return lower.find("bagua") == std::string::npos;
+}
+
+// With NCCL_TUNER_PLUGIN unset NCCL loads libnccl-tuner.so from the library
+// search path and looks in the net plugin's library only when there is none
+// (src/plugin/plugin_open.cc, 2.21 to 2.30). Under that other tuner our floor
+// would give every collective all its channels, with nothing of ours to lower
+// them again (16 channels made 128-512 KiB messages 2-4x slower). True when
+// such a library loads, as NCCL loads it, and is not this one (a link to ours).
+bool anotherDefaultTunerLoads() {
+  const char* value = std::getenv("NCCL_TUNER_PLUGIN");
+  if (value != nullptr && value[0] != '\0') return false;  // NCCL tries the named one instead
+  void* lib = dlopen("libnccl-tuner.so", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    dlerror();  // clear it
+    return false;
+  }
+  bool ours = false;
+  link_map* map = nullptr;
+  Dl_info self{};
+  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
+      dladdr(reinterpret_cast<void*>(&anotherDefaultTunerLoads), &self) != 0 &&
+      self.dli_fname != nullptr) {
+    char* theirs = realpath(map->l_name, nullptr);
+    char* mine = realpath(self.dli_fname, nullptr);
+    ours = theirs != nullptr && mine != nullptr && std::strcmp(theirs, mine) == 0;
+    std::free(theirs);
+    std::free(mine);
+  }
+  dlclose(lib);
+  return !ours;
 }
 
 struct TunerContext {
@@ -87,7 +119,7 @@ const tuner::Policy& tunerPolicy(ncclDebugLogger_t logger) {
       out.userChannels = out.userChannels || envSet(name);
     }
     out.otherNetwork = envNamesOther("NCCL_NET", kNetName);
-    out.otherTuner = otherTunerNamed();
+    out.otherTuner = otherTunerNamed() || anotherDefaultTunerLoads();
     out.ncclVersion = ncclVersionOf(reinterpret_cast<const void*>(logger));
     out.linkMbps = knownLinkMbps();
     return out;

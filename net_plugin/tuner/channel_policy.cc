@@ -109,7 +109,8 @@ std::string describe(const Policy& policy, const CommShape& comm) {
                   "(NCCL_NET names another, or the plugin's init did not run)");
   } else if (policy.otherTuner) {
     std::snprintf(line, sizeof line,
-                  "tuner leaves channels to NCCL: NCCL_TUNER_PLUGIN names another tuner");
+                  "tuner leaves channels to NCCL: another tuner is NCCL's (NCCL_TUNER_PLUGIN names "
+                  "one, or a libnccl-tuner.so is on the library path)");
   } else if (ncclWithoutOurTuner(policy)) {
     std::snprintf(line, sizeof line,
                   "tuner leaves channels to NCCL: NCCL %s loads no tuner from a net plugin "

@@ -54,7 +54,9 @@ struct Policy {
   // our floor would override a cap).
   bool userChannels = false;
   bool otherNetwork = false;  // NCCL_NET names a network other than Bagua-Net
-  bool otherTuner = false;    // NCCL_TUNER_PLUGIN names another tuner, or none
+  // NCCL_TUNER_PLUGIN names another tuner, or none; or, with it unset, a
+  // libnccl-tuner.so on the library path, which NCCL then takes instead of ours.
+  bool otherTuner = false;
   int ncclVersion = 0;        // ncclGetVersion() of the NCCL that loaded us; 0: unknown
   int linkMbps = 0;  // the slowest offered link's known speed (BAGUA_NET_SPEED_MBPS or sysfs); 0: unknown
 };

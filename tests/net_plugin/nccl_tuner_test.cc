@@ -5,6 +5,7 @@
 // set once per process, as NCCL reads NCCL_MIN_NCHANNELS once.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -392,6 +393,64 @@ TEST_F(TunerLibrary, AKnownLinkSpeedCapsTheChannels) {
 TEST_F(TunerLibrary, ChannelKnobsApply) {
   setenv("BAGUA_NET_TUNER_CHANNELS", "8", 1);
   EXPECT_EXIT(runLibraryCase(6, "8", 8), ::testing::ExitedWithCode(0), "");
+}
+
+// NCCL, with NCCL_TUNER_PLUGIN unset, takes a libnccl-tuner.so from the
+// library path before it looks in the net plugin's library: under that tuner
+// our floor would never be lowered, so there is none. The dynamic loader reads
+// LD_LIBRARY_PATH once, at start, so each case runs in this binary started
+// again with a folder holding libnccl-tuner.so first on it.
+constexpr const char* kOtherTunerCase = "BAGUA_TEST_TUNER_ON_PATH";
+
+// In the started-again binary: the case its parent asked for (exits).
+void runTunerOnPathCase() {
+  const char* which = std::getenv(kOtherTunerCase);
+  if (std::string(which) == "other") runLibraryCase(5, "", 0);
+  runLibraryCase(5, "16", 16);  // "ours": a link to this very library
+}
+
+// Starts this binary again with `dir` first on LD_LIBRARY_PATH, running only
+// the current test, which then runs case `which`.
+[[noreturn]] void reexecWithLibraryPath(const std::string& dir, const char* which) {
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  std::string path = dir + (old != nullptr && old[0] != '\0' ? ":" + std::string(old) : "");
+  setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  setenv(kOtherTunerCase, which, 1);
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string filter =
+      std::string("--gtest_filter=") + test->test_suite_name() + "." + test->name();
+  execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), static_cast<char*>(nullptr));
+  std::fprintf(stderr, "execl /proc/self/exe failed\n");
+  std::_Exit(3);
+}
+
+// A folder holding libnccl-tuner.so as a link to `target`.
+std::string folderWithTunerLink(const char* target) {
+  char dir[] = "/tmp/bagua-tuner-path-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return "";
+  std::string link = std::string(dir) + "/libnccl-tuner.so";
+  if (symlink(target, link.c_str()) != 0) return "";
+  return dir;
+}
+
+void removeFolderWithTunerLink(const std::string& dir) {
+  unlink((dir + "/libnccl-tuner.so").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_F(TunerLibrary, ALibncclTunerOnTheLibraryPathGetsNoFloor) {
+  if (std::getenv(kOtherTunerCase) != nullptr) runTunerOnPathCase();
+  // Any library NCCL can load there is not ours (one without a tuner table
+  // leaves NCCL with no tuner at all): fake-nccl stands in for it.
+  std::string other = folderWithTunerLink(BAGUA_FAKE_NCCL_PATH);
+  ASSERT_FALSE(other.empty());
+  EXPECT_EXIT(reexecWithLibraryPath(other, "other"), ::testing::ExitedWithCode(0), "");
+  removeFolderWithTunerLink(other);
+  // libnccl-tuner.so as a link to this library is ours: the floor stays.
+  std::string ours = folderWithTunerLink(BAGUA_PLUGIN_PATH);
+  ASSERT_FALSE(ours.empty());
+  EXPECT_EXIT(reexecWithLibraryPath(ours, "ours"), ::testing::ExitedWithCode(0), "");
+  removeFolderWithTunerLink(ours);
 }
 
 TEST_F(TunerLibrary, ARankWithFewCpusLeavesNcclItsOwnChannels) {
