@@ -60,9 +60,12 @@ BAGUA_HD Range makeRange(float mn, float mx, bool nonFinite) {
 BAGUA_HD uint8_t encode(float x, Range r) {
   const float range = r.mx - r.mn;
   if (!(range > 0.0f)) return 0;  // constant block
+  // A range below 15 / FLT_MAX (subnormal) makes s infinite and (mn - mn) * s
+  // NaN: the clamps are written so that NaN lands on 0 (the block's minimum),
+  // never cast (UB); every other code is unchanged.
   const float s = kLevels / range;
   float q = minmax::rintEven(minmax::mulRn(x - r.mn, s));
-  q = q < 0.0f ? 0.0f : q;
+  q = q > 0.0f ? q : 0.0f;
   q = q > kLevels ? kLevels : q;
   return static_cast<uint8_t>(q);
 }

@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "kernels/minmax_uint4.h"
+#include "kernels/minmax_uint4_math.h"
 #include "tests/kernels/kernel_cases.h"
 
 namespace bagua::kernels {
@@ -115,6 +117,23 @@ TEST(MinMaxUInt4, ConstantAndNonFiniteBlocks) {
   const std::vector<float> out = asFloats(unpack(floats(v), pack(floats(v))));
   for (size_t i = 0; i < kUInt4Block; ++i) ASSERT_EQ(out[i], 0.25f);
   for (size_t i = kUInt4Block; i < v.size(); ++i) ASSERT_TRUE(std::isnan(out[i])) << i;
+}
+
+// A subnormal range makes the scale infinite: the minimum's (x - mn) * s is
+// NaN, which must become code 0, not a NaN cast to uint8 (UB: UBSan's
+// float-cast-overflow, on in the sanitizer build's kernel tests, stops here
+// without the clamp's NaN case).
+TEST(MinMaxUInt4, ASubnormalRangeEncodesItsEndsAsZeroAndFifteen) {
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const uint4::Range r{0.0f, tiny};
+  EXPECT_EQ(uint4::encode(0.0f, r), 0);
+  EXPECT_EQ(uint4::encode(tiny, r), 15);
+  const uint4::Range shifted{1.0f, 1.0f + tiny};  // rounds to a constant block
+  EXPECT_EQ(uint4::encode(1.0f, shifted), 0);
+  std::vector<float> v(kUInt4Block, 0.0f);
+  for (size_t i = 0; i < v.size(); i += 2) v[i] = tiny;
+  const std::vector<float> out = asFloats(unpack(floats(v), pack(floats(v))));
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_LE(std::fabs(out[i] - v[i]), tiny) << i;
 }
 
 TEST(MinMaxUInt4, NegativeZeroIsStoredAsPositiveZero) {
