@@ -150,7 +150,7 @@ def test_worker_failure_is_the_exit_status(outdir, launcher):
         res = launch("--nproc_per_node", "2", "--master_port", str(free_port()),
                      WORKER, "--out", prefix, "--exit-rank", "1", "--exit-code", "3")
     else:
-        res = elastic("--standalone", "--nproc_per_node", "2",
+        res = elastic("--standalone", "--nproc_per_node", "2", "--max_restarts", "0",
                       WORKER, "--out", prefix, "--exit-rank", "1", "--exit-code", "3")
     assert res.returncode == 3, res.stderr[-3000:]
     assert "a worker failed" in res.stderr and "exitcode  : 3" in res.stderr
@@ -217,6 +217,32 @@ def test_run_elastic_c10d_rendezvous(outdir):
     ranks = load_ranks(prefix, 2)
     assert [r["allreduce"] for r in ranks] == [3.0, 3.0]
     assert warnings_in(res.stderr) == []
+
+
+def test_run_defaults_are_the_originals(monkeypatch):
+    # Bagua 0.9's bagua.distributed.run: --nproc_per_node auto, --max_restarts 3
+    # (torchrun's are 1 and 0); torchrun's PET_* variables still set them.
+    from bagua.distributed import run as bagua_run
+    monkeypatch.delenv("PET_NPROC_PER_NODE", raising=False)
+    monkeypatch.delenv("PET_MAX_RESTARTS", raising=False)
+    args = bagua_run.get_args_parser().parse_args(["train.py"])
+    assert (args.nproc_per_node, args.max_restarts) == ("auto", 3)
+    args = bagua_run.get_args_parser().parse_args(["--nproc-per-node=2", "--max-restarts=0",
+                                                    "train.py"])
+    assert (args.nproc_per_node, args.max_restarts) == ("2", 0)
+    monkeypatch.setenv("PET_NPROC_PER_NODE", "4")
+    monkeypatch.setenv("PET_MAX_RESTARTS", "1")
+    args = bagua_run.get_args_parser().parse_args(["train.py"])
+    assert (args.nproc_per_node, int(args.max_restarts)) == ("4", 1)
+
+
+def test_run_restarts_a_failed_worker_by_default(outdir):
+    # The original's 3 restarts: a worker that always fails is started 4 times.
+    prefix = os.path.join(outdir, "w")
+    res = elastic("--standalone", "--nproc_per_node", "1", "--monitor-interval", "0.1",
+                  WORKER, "--out", prefix, "--exit-rank", "0", "--exit-code", "3")
+    assert res.returncode == 3, res.stderr[-3000:]
+    assert res.stdout.count("rank 0: exiting with 3") == 4, res.stdout[-3000:]
 
 
 def test_run_rejects_unknown_arguments():

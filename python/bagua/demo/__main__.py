@@ -99,7 +99,8 @@ def main(argv=None):
     print(f"\nbagua.demo: digits (scikit-learn), {epochs} epochs, {how}; "
           f"algorithms from the registry: {', '.join(algorithms)}\n", flush=True)
     cmd = [sys.executable, "-m", "bagua.distributed.run", "--standalone",
-           f"--nproc-per-node={ranks}", "-m", "bagua.demo.worker", "--out", out,
+           f"--nproc-per-node={ranks}", "--max-restarts=0", "-m", "bagua.demo.worker",
+           "--out", out,
            "--epochs", str(epochs), "--algorithms", ",".join(algorithms)]
     if args.no_progress:
         cmd.append("--no-progress")

@@ -3,7 +3,9 @@ original Bagua elastic launcher's extra arguments.
 
 Every torchrun argument is accepted as torchrun parses it (its own parser is
 used: ``--nnodes=1:2 --rdzv-backend=c10d --rdzv-endpoint=host:port``,
-``--standalone``, ``--max-restarts``, ...), plus:
+``--standalone``, ``--max-restarts``, ...), with the original's defaults where
+they differ from torchrun's (``--nproc-per-node auto``: a worker per GPU, per
+CPU without one; ``--max-restarts 3``), plus:
 
 - ``--enable_bagua_net``: NCCL_NET_PLUGIN = the plugin shipped in this
   package (absolute path), NCCL_NET=Bagua;
@@ -26,6 +28,10 @@ from ._launcher import (add_bagua_arguments, run_torchrun, strip_bagua_arguments
 
 PROG = "bagua.distributed.run"
 
+# bagua/distributed/run.py of Bagua 0.9: --nproc_per_node "auto", --max_restarts 3
+# (torchrun's are "1" and 0).
+ORIGINAL_DEFAULTS = {"nproc_per_node": "auto", "max_restarts": 3}
+
 
 def get_args_parser():
     """torchrun's parser with Bagua's arguments added."""
@@ -33,6 +39,12 @@ def get_args_parser():
 
     parser = torchrun.get_args_parser()
     parser.prog = f"python -m {PROG}"
+    # The original's defaults where they differ from torchrun's: a worker per
+    # GPU (per CPU without one) and 3 restarts. torchrun's parser already took
+    # PET_NPROC_PER_NODE / PET_MAX_RESTARTS as defaults; those stay.
+    for dest, default in ORIGINAL_DEFAULTS.items():
+        if f"PET_{dest.upper()}" not in os.environ:
+            parser.set_defaults(**{dest: default})
     parser.description = ("torchrun (torch.distributed.run) with Bagua's arguments: every "
                           "torchrun argument, plus the Bagua arguments below. See "
                           "docs/launchers.md.")
