@@ -145,6 +145,18 @@ int autoSpinUs(int usableCpus, int hostShareCpus) {
   return hostShareCpus >= 8 && usableCpus >= 4 ? 50 : 0;
 }
 
+size_t minSplitBytesFor(size_t knob, int cpus) {
+  if (knob != kAutoBytes) return knob;
+  // On 2 CPUs a message sent whole from isend() costs no worker wake-up on
+  // the sending side: one connection at 1 MiB moved 1.35-1.48x one TCP socket
+  // (the plugin's 4-deep working set) with 4 MiB against 0.87-0.97x with
+  // 64 KiB, at half the CPU per byte; 4 MiB messages 1.39-1.46x against
+  // 0.94-1.01x; 16-64 MiB level (bench/results/small_cpus_2026-12-01). With
+  // more CPUs chunks of one message on several streams are copied in
+  // parallel, the many-core figures' design, so there it stays 64 KiB.
+  return cpus >= 1 && cpus <= 2 ? kFewCpusMinSplitBytes : kMinSplitBytes;
+}
+
 bool autoTestYield(int usableCpus) {
   // Two ranks' callers spinning on test() fill 2 CPUs; the workers then move
   // bytes only when the scheduler preempts a caller for them. Yielding from

@@ -66,6 +66,12 @@ int autoSpinUs(int usableCpus, int hostShareCpus);
 // kAuto (io_uring, falling back to epoll where it is unavailable).
 EngineKind autoEngineKind(int usableCpus, ZeroCopyMode zeroCopy);
 
+// BAGUA_NET_MIN_SPLIT_BYTES as used: the knob's value, or for auto 64 KiB,
+// and 4 MiB where the process may use 1 or 2 CPUs (`cpus`; 0: unknown).
+inline constexpr size_t kMinSplitBytes = 64 * 1024;
+inline constexpr size_t kFewCpusMinSplitBytes = 4u << 20;
+size_t minSplitBytesFor(size_t knob, int cpus);
+
 // Whether test() yields the CPU when its request is unfinished, with
 // BAGUA_NET_TEST_YIELD auto: with 2 or fewer usable CPUs.
 bool autoTestYield(int usableCpus);

@@ -50,6 +50,17 @@ bool parseKnob(knob::Bytes, const char* text, long long lo, long long hi, size_t
   return true;
 }
 
+bool parseKnob(knob::AutoBytes, const char* text, long long lo, long long hi, size_t* out,
+               std::string* expected) {
+  if (std::string(text) == "auto") {
+    *out = kAutoBytes;
+    return true;
+  }
+  if (parseKnob(knob::Bytes{}, text, lo, hi, out, expected)) return true;
+  *expected = "auto or " + *expected;
+  return false;
+}
+
 bool parseKnob(knob::Engine, const char* text, long long, long long, EngineKind* out,
                std::string* expected) {
   std::string value(text);
@@ -132,6 +143,9 @@ std::string bytesText(size_t bytes) {
 // A value as docs/env.md's default column writes it. One overload per type.
 std::string knobText(knob::Int, int value) { return std::to_string(value); }
 std::string knobText(knob::Bytes, size_t value) { return bytesText(value); }
+std::string knobText(knob::AutoBytes, size_t value) {
+  return value == kAutoBytes ? "auto" : bytesText(value);
+}
 std::string knobText(knob::Engine, EngineKind value) {
   switch (value) {
     case EngineKind::kAuto:
@@ -175,6 +189,9 @@ std::string acceptedText(knob::Int, long long lo, long long hi) {
 }
 std::string acceptedText(knob::Bytes, long long lo, long long hi) {
   return bytesText(static_cast<size_t>(lo)) + ".." + bytesText(static_cast<size_t>(hi));
+}
+std::string acceptedText(knob::AutoBytes, long long lo, long long hi) {
+  return "auto | " + acceptedText(knob::Bytes{}, lo, hi);
 }
 std::string acceptedText(knob::Engine, long long, long long) {
   return "auto | io_uring | epoll | inline";

@@ -25,6 +25,10 @@ enum class ZeroCopyMode { kOff, kAuto, kAlways };
 // spike that large, yet 20 times shorter than the kernel's default.
 constexpr int kAutoRtoMinUs = 10000;
 
+// An AutoBytes knob left at auto; resolved where the CPUs are known
+// (minSplitBytesFor in cpu_budget.h).
+constexpr size_t kAutoBytes = static_cast<size_t>(-1);
+
 // The value types of the knob table's rows: how each knob is stored (Value),
 // and, in params.cc, parsed from its environment text and written in the docs.
 namespace knob {
@@ -32,6 +36,9 @@ struct Int {  // a decimal integer in [min, max]
   using Value = int;
 };
 struct Bytes {  // a size with an optional K/M/G suffix (binary), in [min, max]
+  using Value = size_t;
+};
+struct AutoBytes {  // auto (kAutoBytes) or a size as Bytes
   using Value = size_t;
 };
 struct Engine {  // auto | io_uring | epoll | inline

@@ -12,8 +12,18 @@ namespace bagua::net {
 
 PluginState::PluginState(const Params& params) : PluginState(params, readCpuBudget()) {}
 
+namespace {
+
+// `params` with its automatic sizes resolved for a process that may use `cpus`.
+Params withAutoSizes(Params params, int cpus) {
+  params.minSplitBytes = minSplitBytesFor(params.minSplitBytes, cpus);
+  return params;
+}
+
+}  // namespace
+
 PluginState::PluginState(const Params& params, const CpuBudget& budget)
-    : params_(params),
+    : params_(withAutoSizes(params, bagua::net::usableCpus(budget, 1))),
       usableCpus_(bagua::net::usableCpus(budget, params.localRanks)),
       hostShareCpus_(bagua::net::usableCpus(budget, 1)),
       testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpus_)) {}
@@ -93,10 +103,10 @@ std::shared_ptr<Engine> PluginState::engine() {
             : "";
     BAGUA_INFO(NCCL_INIT | NCCL_NET,
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection%s, "
-               "%zu-byte chunks, sized for %d usable CPU%s%s%s%s",
+               "%zu-byte chunks of messages above %zu bytes, sized for %d usable CPU%s%s%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
                callerStream() ? " and a caller stream" : "",
-               params_.chunkBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
+               params_.chunkBytes, params_.minSplitBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
                params_.localRanks > 1
                    ? (" (" + std::to_string(params_.localRanks) + " ranks on this host)").c_str()
                    : "",

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "net_plugin/base/cpu_budget.h"
 #include "net_plugin/base/log.h"
 
 namespace bagua::net {
@@ -17,7 +18,9 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
       chunkBytes_(params.chunkBytes),
-      minSplitBytes_(params.minSplitBytes),
+      // Resolved by the process's PluginState; a comm built from bare Params
+      // (tests) takes auto as the many-CPU value.
+      minSplitBytes_(minSplitBytesFor(params.minSplitBytes, 0)),
       limiter_(std::move(limiter)) {
   size_t data = fds.size() - (callerStream && fds.size() > 1 ? 1 : 0);
   if (data < fds.size()) callerIndex_ = static_cast<int>(data);
