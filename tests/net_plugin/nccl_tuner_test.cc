@@ -424,33 +424,45 @@ void runTunerOnPathCase() {
   std::_Exit(3);
 }
 
-// A folder holding libnccl-tuner.so as a link to `target`.
-std::string folderWithTunerLink(const char* target) {
-  char dir[] = "/tmp/bagua-tuner-path-XXXXXX";
-  if (mkdtemp(dir) == nullptr) return "";
-  std::string link = std::string(dir) + "/libnccl-tuner.so";
-  if (symlink(target, link.c_str()) != 0) return "";
-  return dir;
-}
+// A fresh folder holding libnccl-tuner.so as a link to `target`, removed
+// with its link when it goes out of scope; path() is empty if it could not
+// be made.
+class TunerLinkFolder {
+ public:
+  explicit TunerLinkFolder(const char* target) {
+    char dir[] = "/tmp/bagua-tuner-path-XXXXXX";  // mkdtemp's template
+    if (mkdtemp(dir) == nullptr) return;
+    dir_ = dir;
+    if (symlink(target, link().c_str()) != 0) dir_.clear();
+  }
+  ~TunerLinkFolder() {
+    if (dir_.empty()) return;
+    unlink(link().c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return dir_; }
 
-void removeFolderWithTunerLink(const std::string& dir) {
-  unlink((dir + "/libnccl-tuner.so").c_str());
-  rmdir(dir.c_str());
-}
+ private:
+  std::string link() const { return dir_ + "/libnccl-tuner.so"; }
+  std::string dir_;
+};
 
 TEST_F(TunerLibrary, ALibncclTunerOnTheLibraryPathGetsNoFloor) {
   if (std::getenv(kOtherTunerCase) != nullptr) runTunerOnPathCase();
+  // Forked, not re-executed: the child execs at once, and a re-executed one
+  // would make (and never remove) folders of its own.
+  GTEST_FLAG_SET(death_test_style, "fast");
   // Any library NCCL can load there is not ours (one without a tuner table
   // leaves NCCL with no tuner at all): fake-nccl stands in for it.
-  std::string other = folderWithTunerLink(BAGUA_FAKE_NCCL_PATH);
-  ASSERT_FALSE(other.empty());
-  EXPECT_EXIT(reexecWithLibraryPath(other, "other"), ::testing::ExitedWithCode(0), "");
-  removeFolderWithTunerLink(other);
+  {
+    TunerLinkFolder other(BAGUA_FAKE_NCCL_PATH);
+    ASSERT_FALSE(other.path().empty());
+    EXPECT_EXIT(reexecWithLibraryPath(other.path(), "other"), ::testing::ExitedWithCode(0), "");
+  }
   // libnccl-tuner.so as a link to this library is ours: the floor stays.
-  std::string ours = folderWithTunerLink(BAGUA_PLUGIN_PATH);
-  ASSERT_FALSE(ours.empty());
-  EXPECT_EXIT(reexecWithLibraryPath(ours, "ours"), ::testing::ExitedWithCode(0), "");
-  removeFolderWithTunerLink(ours);
+  TunerLinkFolder ours(BAGUA_PLUGIN_PATH);
+  ASSERT_FALSE(ours.path().empty());
+  EXPECT_EXIT(reexecWithLibraryPath(ours.path(), "ours"), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(TunerLibrary, ARankWithFewCpusLeavesNcclItsOwnChannels) {

@@ -96,6 +96,11 @@ TEST(LoadParams, ReadsEveryKindOfKnob) {
   EXPECT_EQ(p.cpus, (std::vector<int>{2, 3}));
   EXPECT_EQ(p.socketFamily, "AF_INET6");
   EXPECT_EQ(p.threads, Params{}.threads) << "unset knobs keep their defaults";
+  EXPECT_EQ(p.minSplitBytes, kAutoBytes) << "unset: auto, resolved by the process's state";
+  ScopedEnv split("BAGUA_NET_MIN_SPLIT_BYTES", "128K");
+  EXPECT_EQ(loadParams().minSplitBytes, 128u << 10);
+  ScopedEnv splitAuto("BAGUA_NET_MIN_SPLIT_BYTES", "auto");
+  EXPECT_EQ(loadParams().minSplitBytes, kAutoBytes);
 }
 
 TEST(LoadParams, NamesTheKnobAndTheExpectedForm) {
@@ -104,6 +109,11 @@ TEST(LoadParams, NamesTheKnobAndTheExpectedForm) {
   EXPECT_EQ(loadError("BAGUA_NET_CHUNK_BYTES", "1K"),
             "environment knob BAGUA_NET_CHUNK_BYTES=\"1K\" is invalid: expected a size (e.g. "
             "256K, 4M) in [4096, 67108864] bytes");
+  EXPECT_EQ(loadError("BAGUA_NET_MIN_SPLIT_BYTES", "big"),
+            "environment knob BAGUA_NET_MIN_SPLIT_BYTES=\"big\" is invalid: expected auto or a "
+            "size (e.g. 256K, 4M) in [0, 67108864] bytes");
+  EXPECT_EQ(loadError("BAGUA_NET_MIN_SPLIT_BYTES", "auto"), "");
+  EXPECT_EQ(loadError("BAGUA_NET_MIN_SPLIT_BYTES", "1M"), "");
   EXPECT_EQ(loadError("BAGUA_NET_ENGINE", "poll"),
             "environment knob BAGUA_NET_ENGINE=\"poll\" is invalid: expected auto, io_uring, "
             "epoll or inline");
