@@ -11,6 +11,7 @@
 
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/status.h"
+#include "net_plugin/engine/spin_governor.h"
 
 namespace bagua::net {
 
@@ -50,6 +51,20 @@ void pinWorkerThread(int index, int cpu) {
     return;
   }
   BAGUA_TRACE_LOG("worker %d pinned to CPU %d", index, cpu);
+}
+
+void noteLostSpin(int index, const SpinGovernor& governor) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  using std::chrono::duration_cast;
+  using std::chrono::microseconds;
+  using std::chrono::milliseconds;
+  BAGUA_INFO(NCCL_NET,
+             "worker %d lost its CPU for %lld us while spinning: the host's CPUs are busy, so "
+             "workers stop spinning after a small message for %lld ms and longer while that "
+             "lasts (BAGUA_NET_SPIN_BACKOFF=0 keeps them spinning)",
+             index, static_cast<long long>(duration_cast<microseconds>(governor.lastGap()).count()),
+             static_cast<long long>(duration_cast<milliseconds>(governor.backoff()).count()));
 }
 
 std::unique_ptr<Engine> createEngine(const EngineConfig& config, std::string* note) {

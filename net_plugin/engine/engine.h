@@ -131,6 +131,9 @@ struct EngineConfig {
   // io_uring: submission queue entries per worker (the completion queue has
   // twice as many); 0 is the default, 512. Tests shrink it to fill the rings.
   unsigned ringEntries = 0;
+  // BAGUA_NET_SPIN_BACKOFF: a spin that loses its CPU holds the next ones
+  // back (spin_governor.h); false: workers always spin.
+  bool spinBackoff = true;
 };
 
 // Gives the engine a new comm runs on, starting one if none is running (the
@@ -152,6 +155,10 @@ int workerCpu(int index, const std::vector<int>& cpus);
 // Called by each worker thread as it starts: pins it to `cpu` (from
 // workerCpu) unless that is -1, warning once if the CPU is not allowed.
 void pinWorkerThread(int index, int cpu);
+// Called by a worker whose spin just lost its CPU (spin_governor.h): the
+// first time in the process, one INFO line says so.
+class SpinGovernor;
+void noteLostSpin(int index, const SpinGovernor& governor);
 // Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
 std::unique_ptr<Engine> createUringEngine(const EngineConfig& config);
 

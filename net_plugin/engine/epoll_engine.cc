@@ -8,7 +8,8 @@
 // never from inside send()/recv(), so handlers that start the next
 // operation do not recurse. Timers are a deadline map consulted by the loop;
 // spinning polls with a zero timeout for spinUs after the last round that
-// finished a small message (Worker::smallMessageDone).
+// finished a small message (Worker::smallMessageDone), unless the spin
+// governor holds it back (spin_governor.h).
 //
 // Inline (EngineKind::kInline): one worker and no thread. Each progress()
 // turns the loop once with a zero timeout on the caller's thread, under a
@@ -34,6 +35,7 @@
 #include "net_plugin/base/socket_util.h"
 #include "net_plugin/base/status.h"
 #include "net_plugin/engine/engine.h"
+#include "net_plugin/engine/spin_governor.h"
 #include "net_plugin/engine/task_queue.h"
 
 namespace bagua::net {
@@ -50,9 +52,10 @@ struct FdState {
 class EpollWorker final : public Worker {
  public:
   // With `threaded` false the worker has no thread: progress() turns its loop.
-  EpollWorker(int index, int spinUs, int cpu, bool threaded)
+  EpollWorker(int index, int spinUs, bool spinBackoff, int cpu, bool threaded)
       : index_(index),
         spin_(std::chrono::microseconds(spinUs)),
+        governor_(spinBackoff),
         threaded_(threaded),
         tasks_(threaded) {
     epollFd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -175,10 +178,10 @@ class EpollWorker final : public Worker {
   }
 
   // epoll_wait timeout: 0 while spinning, up to the next timer, else forever.
-  int waitTimeoutMs(Clock::time_point spinDeadline) {
-    Clock::time_point now = Clock::now();
-    if (now < spinDeadline) return 0;
+  int waitTimeoutMs(bool spinning) {
+    if (spinning) return 0;
     if (timers_.empty()) return -1;
+    Clock::time_point now = Clock::now();
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - now);
     return static_cast<int>(std::max<long long>(0, left.count() + 1));
   }
@@ -251,18 +254,30 @@ class EpollWorker final : public Worker {
     deliver();
   }
 
+  // Spins (zero-timeout waits) until spin_ after the last round that
+  // finished a small message; a spin that loses its CPU (spin_governor.h)
+  // ends there, and the worker sleeps while the governor's back-off lasts.
   void run() {
     Clock::time_point lastActive = Clock::now();
+    Clock::time_point lastPoll{};  // the previous spinning turn's, or none
     while (!(tasks_.stopRequested() && fds_.empty())) {
       runReady();
       if (tasks_.stopRequested() && fds_.empty()) break;
-      handleReady(waitTimeoutMs(lastActive + spin_));
+      Clock::time_point now = Clock::now();
+      bool spinning = now < lastActive + spin_ && governor_.maySpin(now);
+      if (spinning && lastPoll != Clock::time_point{} && !governor_.polled(lastPoll, now)) {
+        noteLostSpin(index_, governor_);
+        spinning = false;
+      }
+      lastPoll = spinning ? now : Clock::time_point{};
+      handleReady(waitTimeoutMs(spinning));
       if (takeSpinEarned()) lastActive = Clock::now();
     }
   }
 
   int index_;
   std::chrono::microseconds spin_;
+  SpinGovernor governor_;
   bool threaded_;
   std::mutex turnMutex_;  // caller-driven: held by the thread turning the loop
   int epollFd_ = -1;
@@ -277,12 +292,13 @@ class EpollEngine final : public Engine {
  public:
   explicit EpollEngine(const EngineConfig& config) : inline_(config.kind == EngineKind::kInline) {
     if (inline_) {
-      workers_.push_back(std::make_unique<EpollWorker>(0, 0, -1, false));
+      workers_.push_back(std::make_unique<EpollWorker>(0, 0, false, -1, false));
       return;
     }
     for (int i = 0; i < config.threads; ++i) {
       workers_.push_back(
-          std::make_unique<EpollWorker>(i, config.spinUs, workerCpu(i, config.cpus), true));
+          std::make_unique<EpollWorker>(i, config.spinUs, config.spinBackoff,
+                                        workerCpu(i, config.cpus), true));
     }
   }
   const char* name() const override { return inline_ ? "inline" : "epoll"; }

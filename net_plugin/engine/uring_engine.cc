@@ -22,7 +22,8 @@
 // Spinning: for spinUs after the last round that finished a small message
 // (Worker::smallMessageDone), the loop polls (io_uring_get_events runs the
 // deferred completions) instead of sleeping, so back-to-back small messages
-// pay no thread wake-up.
+// pay no thread wake-up; a spin that loses its CPU ends, and the governor
+// holds the next ones back while the host stays busy (spin_governor.h).
 // Sockets are switched to blocking mode on attach: io_uring returns -EAGAIN
 // for O_NONBLOCK files instead of waiting for readiness.
 #include <poll.h>
@@ -39,6 +40,7 @@
 #include "net_plugin/base/socket_util.h"
 #include "net_plugin/base/status.h"
 #include "net_plugin/engine/engine.h"
+#include "net_plugin/engine/spin_governor.h"
 #include "net_plugin/engine/task_queue.h"
 
 #if BAGUA_HAVE_LIBURING
@@ -73,9 +75,9 @@ struct Completion {
 
 class UringWorker final : public Worker {
  public:
-  UringWorker(int index, int spinUs, int cpu, unsigned ringEntries)
+  UringWorker(int index, int spinUs, bool spinBackoff, int cpu, unsigned ringEntries)
       : index_(index), cpu_(cpu), ringEntries_(ringEntries),
-        spin_(std::chrono::microseconds(spinUs)) {}
+        spin_(std::chrono::microseconds(spinUs)), governor_(spinBackoff) {}
   ~UringWorker() override { stop(); }
 
   // Starts the thread and waits until its ring exists; throws on failure.
@@ -210,13 +212,23 @@ class UringWorker final : public Worker {
 
   // Submits, then polls until a completion or a task arrives or `deadline`
   // passes. Returns true if there is something to process.
+  // A spin that loses its CPU (spin_governor.h) ends there, and the worker
+  // sleeps instead while the governor's back-off lasts.
   bool spinUntil(std::chrono::steady_clock::time_point deadline) {
-    if (spin_.count() == 0 || std::chrono::steady_clock::now() >= deadline) return false;
+    if (spin_.count() == 0) return false;
+    auto last = std::chrono::steady_clock::now();
+    if (last >= deadline || !governor_.maySpin(last)) return false;
     io_uring_submit(&ring_);
     do {
       if (io_uring_cq_ready(&ring_) > 0 || tasks_.pending()) return true;
       io_uring_get_events(&ring_);
-    } while (std::chrono::steady_clock::now() < deadline);
+      auto now = std::chrono::steady_clock::now();
+      if (!governor_.polled(last, now)) {
+        noteLostSpin(index_, governor_);
+        return io_uring_cq_ready(&ring_) > 0 || tasks_.pending();
+      }
+      last = now;
+    } while (last < deadline);
     return io_uring_cq_ready(&ring_) > 0 || tasks_.pending();
   }
 
@@ -325,6 +337,7 @@ class UringWorker final : public Worker {
   int cpu_;  // pinned to (BAGUA_NET_CPUS), or -1
   unsigned ringEntries_;
   std::chrono::microseconds spin_;
+  SpinGovernor governor_;
   bool zeroCopy_ = false;  // the kernel has SENDMSG_ZC
   io_uring ring_{};
   TaskQueue tasks_;
@@ -341,7 +354,7 @@ class UringEngine final : public Engine {
   explicit UringEngine(const EngineConfig& config) {
     for (int i = 0; i < config.threads; ++i) {
       workers_.push_back(
-          std::make_unique<UringWorker>(i, config.spinUs, workerCpu(i, config.cpus),
+          std::make_unique<UringWorker>(i, config.spinUs, config.spinBackoff, workerCpu(i, config.cpus),
                                         config.ringEntries != 0 ? config.ringEntries : kRingEntries));
       workers_.back()->start();
     }

@@ -91,7 +91,9 @@ std::shared_ptr<Engine> PluginState::engine() {
   std::string note;
   int threads = engineThreads();
   EngineKind kind = engineKind();
-  engine = createEngine(EngineConfig{kind, threads, engineSpinUs(), params_.cpus}, &note);
+  EngineConfig config{kind, threads, engineSpinUs(), params_.cpus};
+  config.spinBackoff = params_.spinBackoff != 0;
+  engine = createEngine(config, &note);
   if (!note.empty()) BAGUA_WARN("%s", note.c_str());
   // One line per process at INFO; restarts after idle periods only at TRACE.
   if (!engineLogged_) {

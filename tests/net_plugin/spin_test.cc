@@ -2,9 +2,16 @@
 // message and sleep after bulk transfers (engine.h, Worker::smallMessageDone):
 // seen as the on-CPU time of the plugin's threads in the moments after a
 // message completed. tests/meson.build runs it on each engine with one worker
-// and the longest spin (100 ms).
+// and the longest spin (100 ms): Spin.Workers* without the spin governor
+// (BAGUA_NET_SPIN_BACKOFF=0, so a loaded test machine cannot cut the spin
+// short), Spin.Contended* with it.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,6 +45,61 @@ TEST(Spin, WorkersSpinAfterSmallMessagesAndSleepAfterBulk) {
   // machine); sleeping: next to nothing (0-1 ms measured).
   EXPECT_GT(small, 15 * kMs) << "no spin after a 4 KiB message (" << small / kMs << " ms)";
   EXPECT_LT(bulk, 8 * kMs) << "spun after an 8 MiB message (" << bulk / kMs << " ms)";
+  closeLink(link);
+}
+
+// The first CPU this process may run on.
+int firstAllowedCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) return cpu;
+  }
+  return 0;
+}
+
+// A thread that keeps `cpu` busy until destroyed (another process's work on
+// the worker's CPU: a data loader, another rank).
+class BusyThread {
+ public:
+  explicit BusyThread(int cpu) {
+    thread_ = std::thread([this, cpu] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+      while (!stop_.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  ~BusyThread() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// The worker shares its CPU with a busy thread: its spin loses the CPU, and
+// the governor (spin_governor.h) puts it to sleep instead of letting it take
+// half the CPU for the whole 100 ms spin. With BAGUA_NET_SPIN_BACKOFF=0 the
+// same case spends ~40 ms of the 80 on the CPU.
+TEST(Spin, ContendedWorkerStopsSpinning) {
+  int cpu = firstAllowedCpu();
+  // Before the plugin's init reads its knobs: the one worker on that CPU.
+  ASSERT_EQ(setenv("BAGUA_NET_CPUS", std::to_string(cpu).c_str(), 1), 0);
+  Link link = connectLink();
+  constexpr uint64_t kMs = 1000 * 1000;
+  uint64_t small = 0;
+  {
+    BusyThread busy(cpu);
+    small = workerCpuAfter(link, 4096);
+  }
+  EXPECT_LT(small, 15 * kMs) << "a worker sharing its CPU with a busy thread spun for "
+                             << small / kMs << " ms of 80";
   closeLink(link);
 }
 
