@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <system_error>
 
@@ -53,7 +54,25 @@ void pinWorkerThread(int index, int cpu) {
   BAGUA_TRACE_LOG("worker %d pinned to CPU %d", index, cpu);
 }
 
+namespace {
+// steady_clock nanoseconds of the process's last lost spin (0: none yet).
+std::atomic<int64_t> lastLostSpinNs{0};
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool spinsLostRecently() {
+  int64_t last = lastLostSpinNs.load(std::memory_order_relaxed);
+  return last != 0 &&
+         steadyNs() - last < std::chrono::duration_cast<std::chrono::nanoseconds>(kMostBackoff).count();
+}
+
 void noteLostSpin(int index, const SpinGovernor& governor) {
+  lastLostSpinNs.store(steadyNs(), std::memory_order_relaxed);
   static std::atomic<bool> said{false};
   if (said.exchange(true)) return;
   using std::chrono::duration_cast;

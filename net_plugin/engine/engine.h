@@ -106,6 +106,8 @@ class Engine {
   virtual ~Engine() = default;
   // "io_uring" or "epoll".
   virtual const char* name() const = 0;
+  // Microseconds its workers spin after a small message (0: they sleep).
+  virtual int spinUs() const { return 0; }
   // Number of workers: threads, or 1 for a caller-driven engine.
   virtual int workerCount() const = 0;
   // Worker `index` in [0, workerCount()).
@@ -159,6 +161,11 @@ void pinWorkerThread(int index, int cpu);
 // first time in the process, one INFO line says so.
 class SpinGovernor;
 void noteLostSpin(int index, const SpinGovernor& governor);
+// Whether a worker of this process lost its CPU while spinning within the
+// last kMostBackoff: the host's CPUs are busy, and a small message is better
+// read by the caller (SendComm's caller stream) than by a worker that must
+// be woken.
+bool spinsLostRecently();
 // Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
 std::unique_ptr<Engine> createUringEngine(const EngineConfig& config);
 

@@ -351,7 +351,7 @@ class UringWorker final : public Worker {
 
 class UringEngine final : public Engine {
  public:
-  explicit UringEngine(const EngineConfig& config) {
+  explicit UringEngine(const EngineConfig& config) : spinUs_(config.spinUs) {
     for (int i = 0; i < config.threads; ++i) {
       workers_.push_back(
           std::make_unique<UringWorker>(i, config.spinUs, config.spinBackoff, workerCpu(i, config.cpus),
@@ -360,10 +360,12 @@ class UringEngine final : public Engine {
     }
   }
   const char* name() const override { return "io_uring"; }
+  int spinUs() const override { return spinUs_; }
   int workerCount() const override { return static_cast<int>(workers_.size()); }
   Worker& worker(int index) override { return *workers_.at(static_cast<size_t>(index)); }
 
  private:
+  int spinUs_;
   std::vector<std::unique_ptr<UringWorker>> workers_;
 };
 

@@ -81,7 +81,10 @@ int PluginState::workerCpus(int cpus) const {
 
 bool PluginState::callerStream() const {
   if (params_.callerStream >= 0) return params_.callerStream == 1;
-  return engineSpinUs() == 0;
+  // Auto: every connection has one. Where workers sleep it carries every
+  // message up to BAGUA_NET_MIN_SPLIT_BYTES; where they spin the smallest,
+  // and all of them once the host's CPUs turn out busy (send_comm.h).
+  return true;
 }
 
 std::shared_ptr<Engine> PluginState::engine() {

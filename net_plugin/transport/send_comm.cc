@@ -22,6 +22,8 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
       // (tests) takes auto as the many-CPU value.
       minSplitBytes_(minSplitBytesFor(params.minSplitBytes, 0)),
       limiter_(std::move(limiter)) {
+  callerQuietBytes_ = engine_->spinUs() > 0 ? std::min(kCallerStreamBytesWhileSpinning, minSplitBytes_)
+                                            : minSplitBytes_;
   size_t data = fds.size() - (callerStream && fds.size() > 1 ? 1 : 0);
   if (data < fds.size()) callerIndex_ = static_cast<int>(data);
   active_ = static_cast<int>(data);
@@ -98,7 +100,10 @@ bool SendComm::sendInlineLocked(Request* req) {
   // messages need not wait for the queue (the receiver places every chunk
   // by sequence number, from any stream). A caller stream whose socket is
   // full took nothing: an idle worker stream may still take the message.
-  if (callerIndex_ >= 0 && idle_[static_cast<size_t>(callerIndex_)] &&
+  // Where workers spin it takes only the smallest messages, unless they
+  // lose their CPUs (a busy host, where a worker must be woken).
+  size_t callerBytes = spinsLostRecently() ? minSplitBytes_ : callerQuietBytes_;
+  if (callerIndex_ >= 0 && req->size <= callerBytes && idle_[static_cast<size_t>(callerIndex_)] &&
       sendWholeLocked(req, static_cast<size_t>(callerIndex_))) {
     return true;
   }

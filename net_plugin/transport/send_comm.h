@@ -47,6 +47,17 @@ struct Chunk {
 
 class SendStream;
 
+// Where workers spin, the caller stream takes messages up to this size
+// (larger ones up to minSplitBytes go to a spinning worker's stream) while no
+// spin of the process lost its CPU, and up to minSplitBytes once one did
+// (engine.h, spinsLostRecently). 4 ranks on one 16-CPU GPU host: with all
+// messages up to 64 KiB on the caller stream, all_reduce at 8-512 B took
+// 0.7-0.95x the time of spinning workers but 1.25-1.5x at 2-512 KiB
+// (bench/results/recheck_gpu_2026-11-29); with 8 busy loops on the host,
+// spinning workers took 3x the time of the caller stream at 8 B-256 KiB
+// (bench/results/spin_backoff_gpu_2026-12-01).
+inline constexpr size_t kCallerStreamBytesWhileSpinning = 512;
+
 class SendComm final : public Comm {
  public:
   // Takes the connected stream sockets (index = stream number); `limiter`
@@ -109,6 +120,10 @@ class SendComm final : public Comm {
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;
   size_t minSplitBytes_;
+  // The largest message the caller stream takes while no worker of the
+  // process lost its CPU spinning: minSplitBytes_ where workers sleep,
+  // kCallerStreamBytesWhileSpinning where they spin.
+  size_t callerQuietBytes_;
   std::shared_ptr<RateLimiter> limiter_;
 };
 
