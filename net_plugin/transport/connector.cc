@@ -12,20 +12,21 @@
 namespace bagua::net {
 
 Connector::Connector(const ListenHandle& handle, int nStreams, int initialStreams,
-                     bool callerStream, std::shared_ptr<RateLimiter> limiter, const Params& params,
+                     CallerStreamUse caller, std::shared_ptr<RateLimiter> limiter,
+                     const Params& params,
                      EngineSource engines)
     : handle_(handle),
       limiter_(std::move(limiter)),
       params_(params),
       initialStreams_(initialStreams),
-      callerStream_(callerStream),
+      caller_(caller),
       engines_(std::move(engines)),
       connId_(randomToken()),
       conns_(static_cast<size_t>(std::clamp<int>(nStreams, 1, handle.nStreams) +
-                                 (callerStream ? 1 : 0))),
+                                 (caller.open ? 1 : 0))),
       deadline_(Clock::now() + std::chrono::milliseconds(params.connectTimeoutMs)) {
   auto n = static_cast<uint16_t>(conns_.size());
-  uint16_t flags = callerStream ? kHelloCallerStream : 0;
+  uint16_t flags = caller.open ? kHelloCallerStream : 0;
   for (uint16_t i = 0; i < n; ++i) conns_[i].hello = makeHello(i, n, handle.token, connId_, flags);
 }
 
@@ -44,7 +45,7 @@ std::unique_ptr<SendComm> Connector::progress() {
       fds.push_back(std::move(conn.fd));
     }
     return std::make_unique<SendComm>(std::move(fds), sockAddrToString(handle_.addr), engines_(),
-                                      limiter_, params_, initialStreams_, callerStream_);
+                                      limiter_, params_, initialStreams_, caller_);
   }
   if (Clock::now() > deadline_) {
     int err = 0;

@@ -25,9 +25,9 @@ class Connector {
  public:
   // Opens `nStreams` streams (1..handle.nStreams), of which the comm it
   // makes starts sending on `initialStreams` (adaptive streams move it from
-  // there), and with `callerStream` one more, the caller stream; `limiter` (may be NULL) caps the comm's send rate. The connect
+  // there), and with `caller.open` one more, the caller stream; `limiter` (may be NULL) caps the comm's send rate. The connect
   // and the comm run with `params` (copied) on the engine `engines` gives.
-  Connector(const ListenHandle& handle, int nStreams, int initialStreams, bool callerStream,
+  Connector(const ListenHandle& handle, int nStreams, int initialStreams, CallerStreamUse caller,
             std::shared_ptr<RateLimiter> limiter, const Params& params, EngineSource engines);
 
   using Clock = std::chrono::steady_clock;
@@ -64,7 +64,7 @@ class Connector {
   std::shared_ptr<RateLimiter> limiter_;
   const Params params_;
   const int initialStreams_;
-  const bool callerStream_;
+  const CallerStreamUse caller_;
   EngineSource engines_;
   uint64_t connId_;
   std::vector<Conn> conns_;

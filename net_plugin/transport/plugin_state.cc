@@ -79,12 +79,18 @@ int PluginState::workerCpus(int cpus) const {
   return std::min(cpus, static_cast<int>(params_.cpus.size()));
 }
 
-bool PluginState::callerStream() const {
-  if (params_.callerStream >= 0) return params_.callerStream == 1;
-  // Auto: every connection has one. Where workers sleep it carries every
-  // message up to BAGUA_NET_MIN_SPLIT_BYTES; where they spin the smallest,
-  // and all of them once the host's CPUs turn out busy (send_comm.h).
-  return true;
+CallerStreamUse PluginState::callerStream() const {
+  // Auto: every connection has one.
+  bool open = params_.callerStream < 0 || params_.callerStream == 1;
+  // Where workers sleep it carries every message up to
+  // BAGUA_NET_MIN_SPLIT_BYTES; where they spin, the smallest on a rank of
+  // few CPUs and none on one of many; and every small message once the
+  // host's CPUs turn out busy (send_comm.h).
+  size_t quiet = params_.minSplitBytes;
+  if (engineSpinUs() > 0) {
+    quiet = usableCpus_ < kCpusForWorkersAlone ? kCallerStreamBytesWhileSpinning : 0;
+  }
+  return {open, quiet};
 }
 
 std::shared_ptr<Engine> PluginState::engine() {
@@ -110,7 +116,7 @@ std::shared_ptr<Engine> PluginState::engine() {
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection%s, "
                "%zu-byte chunks of messages above %zu bytes, sized for %d usable CPU%s%s%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
-               callerStream() ? " and a caller stream" : "",
+               callerStream().open ? " and a caller stream" : "",
                params_.chunkBytes, params_.minSplitBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
                params_.localRanks > 1
                    ? (" (" + std::to_string(params_.localRanks) + " ranks on this host)").c_str()

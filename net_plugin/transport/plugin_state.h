@@ -20,6 +20,7 @@
 #include "net_plugin/base/devices.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/transport/rate_limiter.h"
+#include "net_plugin/transport/send_comm.h"
 
 namespace bagua::net {
 
@@ -56,8 +57,8 @@ class PluginState {
   // Microseconds workers poll before sleeping (BAGUA_NET_SPIN_US or automatic).
   int engineSpinUs() const;
   // Whether connections open a caller stream (BAGUA_NET_CALLER_STREAM; auto:
-  // where the workers do not spin).
-  bool callerStream() const;
+  // yes), and which messages it takes (send_comm.h).
+  CallerStreamUse callerStream() const;
   // Whether test() of an unfinished request yields the CPU
   // (BAGUA_NET_TEST_YIELD or the automatic choice, decided once).
   bool testYields() const { return testYields_; }

@@ -13,7 +13,7 @@ namespace bagua::net {
 
 SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
                    std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams,
-                   bool callerStream)
+                   CallerStreamUse caller)
     : Comm(Kind::kSend, std::move(peer), std::move(engine)),
       pool_(this, RequestKind::kSend),
       idle_(fds.size(), true),
@@ -22,9 +22,8 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
       // (tests) takes auto as the many-CPU value.
       minSplitBytes_(minSplitBytesFor(params.minSplitBytes, 0)),
       limiter_(std::move(limiter)) {
-  callerQuietBytes_ = engine_->spinUs() > 0 ? std::min(kCallerStreamBytesWhileSpinning, minSplitBytes_)
-                                            : minSplitBytes_;
-  size_t data = fds.size() - (callerStream && fds.size() > 1 ? 1 : 0);
+  callerQuietBytes_ = std::min(caller.quietBytes, minSplitBytes_);
+  size_t data = fds.size() - (caller.open && fds.size() > 1 ? 1 : 0);
   if (data < fds.size()) callerIndex_ = static_cast<int>(data);
   active_ = static_cast<int>(data);
   if (params.adaptiveStreams != 0 && data > 1) {

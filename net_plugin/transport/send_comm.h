@@ -54,20 +54,32 @@ class SendStream;
 // messages up to 64 KiB on the caller stream, all_reduce at 8-512 B took
 // 0.7-0.95x the time of spinning workers but 1.25-1.5x at 2-512 KiB
 // (bench/results/recheck_gpu_2026-11-29); with 8 busy loops on the host,
-// spinning workers took 3x the time of the caller stream at 8 B-256 KiB
+// spinning workers took 3-7x the time of the caller stream at 8 B-256 KiB
 // (bench/results/spin_backoff_gpu_2026-12-01).
 inline constexpr size_t kCallerStreamBytesWhileSpinning = 512;
+// ... on a rank whose share of the host's CPUs is below this; from it the
+// spinning workers take every message while the host is quiet (2 ranks on 16
+// CPUs: 8-64 B took 1.16x the time with them on the caller stream).
+inline constexpr int kCpusForWorkersAlone = 8;
+
+// A connection's caller stream, as the process's PluginState decides it.
+struct CallerStreamUse {
+  bool open = false;  // the connection has one (its last stream)
+  // The largest message it takes while no spin of the process lost its CPU
+  // (every message up to minSplitBytes once one did).
+  size_t quietBytes = 0;
+};
 
 class SendComm final : public Comm {
  public:
   // Takes the connected stream sockets (index = stream number); `limiter`
   // (may be NULL) caps the rank's send rate. Of `params` it keeps the
   // chunking, adaptive-stream and zero-copy knobs. With adaptive streams it
-  // starts sending on `initialStreams` of them. With `callerStream` the last
+  // starts sending on `initialStreams` of them. With `caller.open` the last
   // of `fds` is the caller stream.
   SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
            std::shared_ptr<RateLimiter> limiter, const Params& params, int initialStreams,
-           bool callerStream);
+           CallerStreamUse caller);
   ~SendComm() override;
 
   // Queues a message. *req is nullptr when all requests are in use (NCCL
@@ -120,10 +132,7 @@ class SendComm final : public Comm {
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;
   size_t minSplitBytes_;
-  // The largest message the caller stream takes while no worker of the
-  // process lost its CPU spinning: minSplitBytes_ where workers sleep,
-  // kCallerStreamBytesWhileSpinning where they spin.
-  size_t callerQuietBytes_;
+  size_t callerQuietBytes_;  // CallerStreamUse::quietBytes, at most minSplitBytes_
   std::shared_ptr<RateLimiter> limiter_;
 };
 

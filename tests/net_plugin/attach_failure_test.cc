@@ -110,7 +110,7 @@ TEST(AttachFailure, ASendOverAStreamThatCouldNotJoinItsWorkerFails) {
   params.chunkBytes = 256 * 1024;
   params.minSplitBytes = 64 * 1024;
   params.zeroCopy = ZeroCopyMode::kOff;
-  SendComm comm(std::move(near), "peer", engine, nullptr, params, 2, /*callerStream=*/false);
+  SendComm comm(std::move(near), "peer", engine, nullptr, params, 2, CallerStreamUse{});
   // Four chunks over two streams: the send fails instead of waiting for
   // the chunks of the stream that never started.
   std::vector<uint8_t> message(1 << 20, 3);

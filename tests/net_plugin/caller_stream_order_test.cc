@@ -112,7 +112,8 @@ TEST(CallerStreamOrder, TheCallerStreamNeverCarriesAnOlderMessageAfterANewerOne)
   std::vector<Fd> fds;
   fds.emplace_back(dataNear);
   fds.emplace_back(callerNear);
-  SendComm comm(std::move(fds), "peer", engine, nullptr, p, 1, /*callerStream=*/true);
+  SendComm comm(std::move(fds), "peer", engine, nullptr, p, 1,
+                CallerStreamUse{.open = true, .quietBytes = SIZE_MAX});
   std::vector<uint8_t> small(60 * 1024, 1), large(512 * 1024, 2);
   std::vector<uint8_t> callerBytes, dataBytes;
 

@@ -39,7 +39,8 @@ struct Connection {
 void connect(const NetDevice& device, const Params& p, const EngineSource& engines, Connection* c) {
   c->listener = std::make_unique<ListenComm>(device, streamsToOpen(p), p, engines);
   Connector connector(c->listener->handle(), streamsToOpen(p), p.streams,
-                      /*callerStream=*/p.callerStream == 1, nullptr, p, engines);
+                      CallerStreamUse{.open = p.callerStream == 1, .quietBytes = SIZE_MAX}, nullptr,
+                      p, engines);
   Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   while ((!c->send || !c->recv) && Clock::now() < deadline) {
     if (!c->send) c->send = connector.progress();
