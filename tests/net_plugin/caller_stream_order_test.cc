@@ -28,6 +28,7 @@
 
 #include "net_plugin/base/params.h"
 #include "net_plugin/engine/engine.h"
+#include "net_plugin/engine/spin_governor.h"
 #include "net_plugin/transport/send_comm.h"
 #include "net_plugin/transport/wire.h"
 
@@ -165,6 +166,51 @@ TEST(CallerStreamOrder, TheCallerStreamNeverCarriesAnOlderMessageAfterANewerOne)
     }
   }
   EXPECT_EQ(joined(chunkSeqs(callerBytes)), "0 3 ") << "q (2) is not the caller stream's";
+  EXPECT_TRUE(comm.close());
+  ::close(dataFar);
+  ::close(callerFar);
+}
+
+// Where workers spin, the caller stream takes messages up to its quiet size
+// only, and every small one once a spin of the process lost its CPU (the
+// workers then sleep: send_comm.h).
+TEST(CallerStreamShare, LargerMessagesTakeItOnlyAfterASpinLostItsCpu) {
+  int dataNear = -1, dataFar = -1, callerNear = -1, callerFar = -1;
+  smallPair(&dataNear, &dataFar);
+  smallPair(&callerNear, &callerFar);
+  ASSERT_FALSE(HasFailure());
+  Params p;
+  p.minSplitBytes = 64 * 1024;
+  p.zeroCopy = ZeroCopyMode::kOff;
+  std::shared_ptr<Engine> engine = createEpollEngine(EngineConfig{EngineKind::kEpoll, 1, 0, {}});
+  std::vector<Fd> fds;
+  fds.emplace_back(dataNear);
+  fds.emplace_back(callerNear);
+  SendComm comm(std::move(fds), "peer", engine, nullptr, p, 1,
+                CallerStreamUse{.open = true, .quietBytes = 512});
+  std::vector<uint8_t> tiny(256, 1), small(1024, 2), sink;
+  auto send = [&](std::vector<uint8_t>& message) {
+    Request* req = nullptr;
+    ASSERT_EQ(comm.isend(message.data(), message.size(), &req), Status::kOk);
+    ASSERT_NE(req, nullptr);
+    for (int i = 0; i < 100000 && !finished(comm, req); ++i) {
+      drain(dataFar, &sink);
+      drain(callerFar, &sink);
+      std::this_thread::sleep_for(10us);
+    }
+  };
+  ASSERT_FALSE(spinsLostRecently()) << "nothing in this process spins";
+  send(small);
+  EXPECT_EQ(comm.callerStreamMessages(), 0u) << "1 KiB went to the caller stream on a quiet host";
+  send(tiny);
+  EXPECT_EQ(comm.callerStreamMessages(), 1u) << "256 B did not go to the caller stream";
+  SpinGovernor governor;
+  auto now = SpinGovernor::Clock::now();
+  ASSERT_FALSE(governor.polled(now, now + std::chrono::milliseconds(1)));
+  noteLostSpin(0, governor);
+  ASSERT_TRUE(spinsLostRecently());
+  send(small);
+  EXPECT_EQ(comm.callerStreamMessages(), 2u) << "1 KiB did not go to the caller stream on a busy host";
   EXPECT_TRUE(comm.close());
   ::close(dataFar);
   ::close(callerFar);

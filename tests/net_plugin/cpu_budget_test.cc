@@ -448,6 +448,30 @@ TEST(AutoSizing, WholeMessagesUpTo4MiBOnTwoOrFewerCpus) {
   EXPECT_EQ(PluginState(p, budget(2, 0, 16)).params().minSplitBytes, 1u << 20);
 }
 
+// Which messages the caller stream takes (send_comm.h), per rank share of a
+// 16-CPU host: every small one where workers sleep, up to 512 B where they
+// spin on few CPUs, none (while the host is quiet) where they spin on many.
+TEST(AutoSizing, CallerStreamPerRankShare) {
+  Params p;
+  p.localRanks = 2;  // 8 CPUs each: workers spin
+  CallerStreamUse two = PluginState(p, budget(16, 0, 16)).callerStream();
+  EXPECT_TRUE(two.open);
+  EXPECT_EQ(two.quietBytes, 0u);
+  p.localRanks = 4;  // 4 each: workers spin
+  CallerStreamUse four = PluginState(p, budget(16, 0, 16)).callerStream();
+  EXPECT_TRUE(four.open);
+  EXPECT_EQ(four.quietBytes, kCallerStreamBytesWhileSpinning);
+  p.localRanks = 8;  // 2 each: workers sleep
+  PluginState eight(p, budget(16, 0, 16));
+  EXPECT_EQ(eight.engineSpinUs(), 0);
+  EXPECT_EQ(eight.callerStream().quietBytes, eight.params().minSplitBytes);
+  p.localRanks = 2;
+  p.spinUs = 0;  // told not to spin
+  EXPECT_EQ(PluginState(p, budget(16, 0, 16)).callerStream().quietBytes, 64u << 10);
+  p.callerStream = 0;
+  EXPECT_FALSE(PluginState(p, budget(16, 0, 16)).callerStream().open);
+}
+
 TEST(AutoSizing, EngineKindPerUsableCpus) {
   EXPECT_EQ(autoEngineKind(1, ZeroCopyMode::kOff), EngineKind::kEpoll);
   EXPECT_EQ(autoEngineKind(3, ZeroCopyMode::kOff), EngineKind::kEpoll);
