@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -65,6 +66,13 @@ int64_t steadyNs() {
 }
 }  // namespace
 
+std::chrono::steady_clock::duration threadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
+
 bool spinsLostRecently() {
   int64_t last = lastLostSpinNs.load(std::memory_order_relaxed);
   return last != 0 &&
@@ -79,7 +87,7 @@ void noteLostSpin(int index, const SpinGovernor& governor) {
   using std::chrono::microseconds;
   using std::chrono::milliseconds;
   BAGUA_INFO(NCCL_NET,
-             "worker %d lost its CPU for %lld us while spinning: the host's CPUs are busy, so "
+             "worker %d was off its CPU for %lld us while spinning: the host's CPUs are busy, so "
              "workers stop spinning after a small message for %lld ms and longer while that "
              "lasts (BAGUA_NET_SPIN_BACKOFF=0 keeps them spinning)",
              index, static_cast<long long>(duration_cast<microseconds>(governor.lastGap()).count()),

@@ -166,6 +166,8 @@ void noteLostSpin(int index, const SpinGovernor& governor);
 // read by the caller (SendComm's caller stream) than by a worker that must
 // be woken.
 bool spinsLostRecently();
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), for the governor.
+std::chrono::steady_clock::duration threadCpuTime();
 // Throws NetError naming the io_uring error (e.g. EPERM under seccomp).
 std::unique_ptr<Engine> createUringEngine(const EngineConfig& config);
 

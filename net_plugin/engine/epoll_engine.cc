@@ -265,7 +265,9 @@ class EpollWorker final : public Worker {
       if (tasks_.stopRequested() && fds_.empty()) break;
       Clock::time_point now = Clock::now();
       bool spinning = now < lastActive + spin_ && governor_.maySpin(now);
-      if (spinning && lastPoll != Clock::time_point{} && !governor_.polled(lastPoll, now)) {
+      if (spinning && lastPoll == Clock::time_point{}) governor_.spinStarted(now, threadCpuTime());
+      if (spinning && lastPoll != Clock::time_point{} &&
+          !governor_.polled(lastPoll, now, threadCpuTime)) {
         noteLostSpin(index_, governor_);
         spinning = false;
       }

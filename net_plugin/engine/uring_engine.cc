@@ -218,12 +218,13 @@ class UringWorker final : public Worker {
     if (spin_.count() == 0) return false;
     auto last = std::chrono::steady_clock::now();
     if (last >= deadline || !governor_.maySpin(last)) return false;
+    governor_.spinStarted(last, threadCpuTime());
     io_uring_submit(&ring_);
     do {
       if (io_uring_cq_ready(&ring_) > 0 || tasks_.pending()) return true;
       io_uring_get_events(&ring_);
       auto now = std::chrono::steady_clock::now();
-      if (!governor_.polled(last, now)) {
+      if (!governor_.polled(last, now, threadCpuTime)) {
         noteLostSpin(index_, governor_);
         return io_uring_cq_ready(&ring_) > 0 || tasks_.pending();
       }

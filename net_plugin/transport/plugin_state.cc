@@ -80,8 +80,13 @@ int PluginState::workerCpus(int cpus) const {
 }
 
 CallerStreamUse PluginState::callerStream() const {
+  // Set: 1 carries every message up to BAGUA_NET_MIN_SPLIT_BYTES, 0 none.
+  if (params_.callerStream >= 0) return {params_.callerStream == 1, params_.minSplitBytes};
+  // Auto, the inline engine (no workers, nothing to spin): as before the
+  // workers' spin came into it, one where the automatic spin is 0.
+  if (engineKind() == EngineKind::kInline) return {engineSpinUs() == 0, params_.minSplitBytes};
   // Auto: every connection has one.
-  bool open = params_.callerStream < 0 || params_.callerStream == 1;
+  bool open = true;
   // Where workers sleep it carries every message up to
   // BAGUA_NET_MIN_SPLIT_BYTES; where they spin, the smallest on a rank of
   // few CPUs and none on one of many; and every small message once the

@@ -101,8 +101,7 @@ bool SendComm::sendInlineLocked(Request* req) {
   // full took nothing: an idle worker stream may still take the message.
   // Where workers spin it takes only the smallest messages, unless they
   // lose their CPUs (a busy host, where a worker must be woken).
-  size_t callerBytes = spinsLostRecently() ? minSplitBytes_ : callerQuietBytes_;
-  if (callerIndex_ >= 0 && req->size <= callerBytes && idle_[static_cast<size_t>(callerIndex_)] &&
+  if (callerIndex_ >= 0 && req->size <= callerStreamBytesLocked() && idle_[static_cast<size_t>(callerIndex_)] &&
       sendWholeLocked(req, static_cast<size_t>(callerIndex_))) {
     return true;
   }
@@ -112,6 +111,13 @@ bool SendComm::sendInlineLocked(Request* req) {
   while (stream < active && !idle_[stream]) ++stream;
   if (stream == active) return false;
   return sendWholeLocked(req, stream);
+}
+
+size_t SendComm::callerStreamBytesLocked() const {
+  // A busy host: every message a spin would have been earned by (at most
+  // 64 KiB, not the 4 MiB of a 2-CPU process's whole messages).
+  if (spinsLostRecently()) return std::max(callerQuietBytes_, std::min(minSplitBytes_, kSpinMessageBytes));
+  return callerQuietBytes_;
 }
 
 bool SendComm::sendWholeLocked(Request* req, size_t stream) {
@@ -150,7 +156,8 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
   // The caller stream takes only whole small messages, none older than one
   // it already carried.
   bool refuse = stream == callerIndex_
-                    ? queue_.empty() || cursor_ != 0 || queue_.front()->size > minSplitBytes_ ||
+                    ? queue_.empty() || cursor_ != 0 ||
+                          queue_.front()->size > callerStreamBytesLocked() ||
                           queue_.front()->seq < callerNextSeq_
                     : stream >= active_;
   if (queue_.empty() || failed() || refuse) {

@@ -113,6 +113,9 @@ class SendComm final : public Comm {
  private:
   // Under mutex_: tries the fast path for `req`; true when it took the message.
   bool sendInlineLocked(Request* req);
+  // Under mutex_: the largest message the caller stream takes now
+  // (CallerStreamUse::quietBytes, more while spins are lost).
+  size_t callerStreamBytesLocked() const;
   // Under mutex_: sends `req` whole on the idle `stream` from this thread.
   bool sendWholeLocked(Request* req, size_t stream);
 

