@@ -76,7 +76,8 @@ std::chrono::steady_clock::duration threadCpuTime() {
 bool spinsLostRecently() {
   int64_t last = lastLostSpinNs.load(std::memory_order_relaxed);
   return last != 0 &&
-         steadyNs() - last < std::chrono::duration_cast<std::chrono::nanoseconds>(kMostBackoff).count();
+         steadyNs() - last <
+             std::chrono::duration_cast<std::chrono::nanoseconds>(kMostBackoff).count();
 }
 
 void noteLostSpin(int index, const SpinGovernor& governor) {

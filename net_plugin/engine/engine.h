@@ -106,8 +106,6 @@ class Engine {
   virtual ~Engine() = default;
   // "io_uring" or "epoll".
   virtual const char* name() const = 0;
-  // Microseconds its workers spin after a small message (0: they sleep).
-  virtual int spinUs() const { return 0; }
   // Number of workers: threads, or 1 for a caller-driven engine.
   virtual int workerCount() const = 0;
   // Worker `index` in [0, workerCount()).

@@ -292,20 +292,17 @@ class EpollWorker final : public Worker {
 
 class EpollEngine final : public Engine {
  public:
-  explicit EpollEngine(const EngineConfig& config)
-      : inline_(config.kind == EngineKind::kInline), spinUs_(inline_ ? 0 : config.spinUs) {
+  explicit EpollEngine(const EngineConfig& config) : inline_(config.kind == EngineKind::kInline) {
     if (inline_) {
       workers_.push_back(std::make_unique<EpollWorker>(0, 0, false, -1, false));
       return;
     }
     for (int i = 0; i < config.threads; ++i) {
-      workers_.push_back(
-          std::make_unique<EpollWorker>(i, config.spinUs, config.spinBackoff,
-                                        workerCpu(i, config.cpus), true));
+      workers_.push_back(std::make_unique<EpollWorker>(i, config.spinUs, config.spinBackoff,
+                                                       workerCpu(i, config.cpus), true));
     }
   }
   const char* name() const override { return inline_ ? "inline" : "epoll"; }
-  int spinUs() const override { return spinUs_; }
   int workerCount() const override { return static_cast<int>(workers_.size()); }
   Worker& worker(int index) override { return *workers_.at(static_cast<size_t>(index)); }
   bool callerDriven() const override { return inline_; }
@@ -315,7 +312,6 @@ class EpollEngine final : public Engine {
 
  private:
   bool inline_;
-  int spinUs_;
   std::vector<std::unique_ptr<EpollWorker>> workers_;
 };
 

@@ -76,8 +76,11 @@ struct Completion {
 class UringWorker final : public Worker {
  public:
   UringWorker(int index, int spinUs, bool spinBackoff, int cpu, unsigned ringEntries)
-      : index_(index), cpu_(cpu), ringEntries_(ringEntries),
-        spin_(std::chrono::microseconds(spinUs)), governor_(spinBackoff) {}
+      : index_(index),
+        cpu_(cpu),
+        ringEntries_(ringEntries),
+        spin_(std::chrono::microseconds(spinUs)),
+        governor_(spinBackoff) {}
   ~UringWorker() override { stop(); }
 
   // Starts the thread and waits until its ring exists; throws on failure.
@@ -352,21 +355,19 @@ class UringWorker final : public Worker {
 
 class UringEngine final : public Engine {
  public:
-  explicit UringEngine(const EngineConfig& config) : spinUs_(config.spinUs) {
+  explicit UringEngine(const EngineConfig& config) {
     for (int i = 0; i < config.threads; ++i) {
-      workers_.push_back(
-          std::make_unique<UringWorker>(i, config.spinUs, config.spinBackoff, workerCpu(i, config.cpus),
-                                        config.ringEntries != 0 ? config.ringEntries : kRingEntries));
+      workers_.push_back(std::make_unique<UringWorker>(
+          i, config.spinUs, config.spinBackoff, workerCpu(i, config.cpus),
+          config.ringEntries != 0 ? config.ringEntries : kRingEntries));
       workers_.back()->start();
     }
   }
   const char* name() const override { return "io_uring"; }
-  int spinUs() const override { return spinUs_; }
   int workerCount() const override { return static_cast<int>(workers_.size()); }
   Worker& worker(int index) override { return *workers_.at(static_cast<size_t>(index)); }
 
  private:
-  int spinUs_;
   std::vector<std::unique_ptr<UringWorker>> workers_;
 };
 

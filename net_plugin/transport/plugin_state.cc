@@ -85,9 +85,7 @@ CallerStreamUse PluginState::callerStream() const {
   // Auto, the inline engine (no workers, nothing to spin): as before the
   // workers' spin came into it, one where the automatic spin is 0.
   if (engineKind() == EngineKind::kInline) return {engineSpinUs() == 0, params_.minSplitBytes};
-  // Auto: every connection has one.
-  bool open = true;
-  // Where workers sleep it carries every message up to
+  // Auto: every connection has one. Where workers sleep it carries every message up to
   // BAGUA_NET_MIN_SPLIT_BYTES; where they spin, the smallest on a rank of
   // few CPUs and none on one of many; and every small message once the
   // host's CPUs turn out busy (send_comm.h).
@@ -95,7 +93,7 @@ CallerStreamUse PluginState::callerStream() const {
   if (engineSpinUs() > 0) {
     quiet = usableCpus_ < kCpusForWorkersAlone ? kCallerStreamBytesWhileSpinning : 0;
   }
-  return {open, quiet};
+  return {true, quiet};
 }
 
 std::shared_ptr<Engine> PluginState::engine() {
@@ -121,8 +119,8 @@ std::shared_ptr<Engine> PluginState::engine() {
                "%s engine%s, %d worker threads (spin %d us), %d streams per connection%s, "
                "%zu-byte chunks of messages above %zu bytes, sized for %d usable CPU%s%s%s%s",
                engine->name(), why.c_str(), engine->workerCount(), engineSpinUs(), params_.streams,
-               callerStream().open ? " and a caller stream" : "",
-               params_.chunkBytes, params_.minSplitBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
+               callerStream().open ? " and a caller stream" : "", params_.chunkBytes,
+               params_.minSplitBytes, usableCpus_, usableCpus_ == 1 ? "" : "s",
                params_.localRanks > 1
                    ? (" (" + std::to_string(params_.localRanks) + " ranks on this host)").c_str()
                    : "",

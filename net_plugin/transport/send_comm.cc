@@ -37,8 +37,7 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
   for (size_t i = 0; i < fds.size(); ++i) {
     Worker* worker = i < data ? &nextWorker(*engine_) : openCallerEngine();
     streams.push_back(std::make_unique<SendStream>(this, static_cast<int>(i), std::move(fds[i]),
-                                                   worker, params.zeroCopy,
-                                                   params.zeroCopyBytes));
+                                                   worker, params.zeroCopy, params.zeroCopyBytes));
   }
   startStreams(std::move(streams));
 }
@@ -101,7 +100,8 @@ bool SendComm::sendInlineLocked(Request* req) {
   // full took nothing: an idle worker stream may still take the message.
   // Where workers spin it takes only the smallest messages, unless they
   // lose their CPUs (a busy host, where a worker must be woken).
-  if (callerIndex_ >= 0 && req->size <= callerStreamBytesLocked() && idle_[static_cast<size_t>(callerIndex_)] &&
+  if (callerIndex_ >= 0 && req->size <= callerStreamBytesLocked() &&
+      idle_[static_cast<size_t>(callerIndex_)] &&
       sendWholeLocked(req, static_cast<size_t>(callerIndex_))) {
     return true;
   }
@@ -116,7 +116,9 @@ bool SendComm::sendInlineLocked(Request* req) {
 size_t SendComm::callerStreamBytesLocked() const {
   // A busy host: every message a spin would have been earned by (at most
   // 64 KiB, not the 4 MiB of a 2-CPU process's whole messages).
-  if (spinsLostRecently()) return std::max(callerQuietBytes_, std::min(minSplitBytes_, kSpinMessageBytes));
+  if (spinsLostRecently()) {
+    return std::max(callerQuietBytes_, std::min(minSplitBytes_, kSpinMessageBytes));
+  }
   return callerQuietBytes_;
 }
 
@@ -155,11 +157,10 @@ bool SendComm::takeChunk(int stream, Chunk* out) {
   }
   // The caller stream takes only whole small messages, none older than one
   // it already carried.
-  bool refuse = stream == callerIndex_
-                    ? queue_.empty() || cursor_ != 0 ||
-                          queue_.front()->size > callerStreamBytesLocked() ||
-                          queue_.front()->seq < callerNextSeq_
-                    : stream >= active_;
+  bool refuse = stream == callerIndex_ ? queue_.empty() || cursor_ != 0 ||
+                                             queue_.front()->size > callerStreamBytesLocked() ||
+                                             queue_.front()->seq < callerNextSeq_
+                                       : stream >= active_;
   if (queue_.empty() || failed() || refuse) {
     idle_[static_cast<size_t>(stream)] = true;
     return false;

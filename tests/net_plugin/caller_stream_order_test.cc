@@ -13,15 +13,16 @@
 //   the data stream takes L's last chunk, and q is the queue's front.
 // Then the caller stream must not take q (older than m): it goes on the data
 // stream after L.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,21 +101,38 @@ std::string joined(const std::vector<uint64_t>& seqs) {
   return out;
 }
 
+// A SendComm over a data stream and a caller stream, both small-buffered
+// loopback pairs whose far ends the test reads.
+struct TwoStreams {
+  int dataFar = -1;
+  int callerFar = -1;
+  std::shared_ptr<Engine> engine;
+  std::unique_ptr<SendComm> comm;
+};
+
+void openTwoStreams(const Params& p, CallerStreamUse caller, TwoStreams* out) {
+  int dataNear = -1, callerNear = -1;
+  smallPair(&dataNear, &out->dataFar);
+  smallPair(&callerNear, &out->callerFar);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  out->engine = createEpollEngine(EngineConfig{EngineKind::kEpoll, 1, 0, {}});
+  std::vector<Fd> fds;
+  fds.emplace_back(dataNear);
+  fds.emplace_back(callerNear);
+  out->comm =
+      std::make_unique<SendComm>(std::move(fds), "peer", out->engine, nullptr, p, 1, caller);
+}
+
 TEST(CallerStreamOrder, TheCallerStreamNeverCarriesAnOlderMessageAfterANewerOne) {
-  int dataNear = -1, dataFar = -1, callerNear = -1, callerFar = -1;
-  smallPair(&dataNear, &dataFar);
-  smallPair(&callerNear, &callerFar);
-  ASSERT_FALSE(HasFailure());
   Params p;
   p.chunkBytes = 256 * 1024;
   p.minSplitBytes = 64 * 1024;
   p.zeroCopy = ZeroCopyMode::kOff;
-  std::shared_ptr<Engine> engine = createEpollEngine(EngineConfig{EngineKind::kEpoll, 1, 0, {}});
-  std::vector<Fd> fds;
-  fds.emplace_back(dataNear);
-  fds.emplace_back(callerNear);
-  SendComm comm(std::move(fds), "peer", engine, nullptr, p, 1,
-                CallerStreamUse{.open = true, .quietBytes = SIZE_MAX});
+  TwoStreams streams;
+  openTwoStreams(p, CallerStreamUse{.open = true, .quietBytes = SIZE_MAX}, &streams);
+  ASSERT_FALSE(HasFailure());
+  SendComm& comm = *streams.comm;
+  const int dataFar = streams.dataFar, callerFar = streams.callerFar;
   std::vector<uint8_t> small(60 * 1024, 1), large(512 * 1024, 2);
   std::vector<uint8_t> callerBytes, dataBytes;
 
@@ -175,19 +193,14 @@ TEST(CallerStreamOrder, TheCallerStreamNeverCarriesAnOlderMessageAfterANewerOne)
 // only, and every small one once a spin of the process lost its CPU (the
 // workers then sleep: send_comm.h).
 TEST(CallerStreamShare, LargerMessagesTakeItOnlyAfterASpinLostItsCpu) {
-  int dataNear = -1, dataFar = -1, callerNear = -1, callerFar = -1;
-  smallPair(&dataNear, &dataFar);
-  smallPair(&callerNear, &callerFar);
-  ASSERT_FALSE(HasFailure());
   Params p;
   p.minSplitBytes = 64 * 1024;
   p.zeroCopy = ZeroCopyMode::kOff;
-  std::shared_ptr<Engine> engine = createEpollEngine(EngineConfig{EngineKind::kEpoll, 1, 0, {}});
-  std::vector<Fd> fds;
-  fds.emplace_back(dataNear);
-  fds.emplace_back(callerNear);
-  SendComm comm(std::move(fds), "peer", engine, nullptr, p, 1,
-                CallerStreamUse{.open = true, .quietBytes = 512});
+  TwoStreams streams;
+  openTwoStreams(p, CallerStreamUse{.open = true, .quietBytes = 512}, &streams);
+  ASSERT_FALSE(HasFailure());
+  SendComm& comm = *streams.comm;
+  const int dataFar = streams.dataFar, callerFar = streams.callerFar;
   std::vector<uint8_t> tiny(256, 1), small(1024, 2), sink;
   auto send = [&](std::vector<uint8_t>& message) {
     Request* req = nullptr;
@@ -214,7 +227,8 @@ TEST(CallerStreamShare, LargerMessagesTakeItOnlyAfterASpinLostItsCpu) {
   noteLostSpin(0, governor);
   ASSERT_TRUE(spinsLostRecently());
   send(small);
-  EXPECT_EQ(comm.callerStreamMessages(), 2u) << "1 KiB did not go to the caller stream on a busy host";
+  EXPECT_EQ(comm.callerStreamMessages(), 2u)
+      << "1 KiB did not go to the caller stream on a busy host";
   EXPECT_TRUE(comm.close());
   ::close(dataFar);
   ::close(callerFar);
