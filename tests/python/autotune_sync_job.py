@@ -1,10 +1,12 @@
 """Worker for test_autotune_sync.py (torchrun, CPU, Gloo); writes
 OUT.rank<r>.json. For --algorithm (local_sgd or diloco):
 
-search    autotune=True from sync_every=--start on a model whose sync is
-          expensive next to its step (wide layers, a batch of 2): every
-          rank records each change of sync_every (engine step, H, the
-          runtime's schedule base); the state, saved by rank 0; for DiLoCo
+search    autotune=True from sync_every=--start, the syncs real (Gloo), the
+          step times from a virtual clock (VirtualClock: each step costs
+          STEP_S, each sync SYNC_S, so the search takes the same path however
+          loaded the machine is): every rank records each change of
+          sync_every (engine step, H, the runtime's schedule base); the
+          state, saved by rank 0; for DiLoCo
           the start points after the search (must be bit-identical).
           Then a checkpoint (state_dict) and a fresh engine loading it
           (must come back with the tuned H and its schedule base), and a
@@ -26,7 +28,36 @@ import torch.distributed as dist
 
 import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import diloco, local_sgd
+from bagua.torch_api.data_parallel import autotune_sync
 from bagua.torch_api.data_parallel.autotune import Autotune
+
+STEP_S = 0.010  # virtual seconds of a step's compute
+SYNC_S = 0.050  # virtual seconds of one sync: at H=4 a step takes 0.44x the time of no sync
+
+
+class VirtualClock:
+    """Stands in for autotune_sync._HostClock (rank 0's step clock on CPU) in
+    the search case: on a loaded 2-CPU machine real step times moved the
+    search's path (one probe fewer, 1 of 2 CI runs). What the search decides
+    from real times: bench/results/sync_autotune_gpu_2026-11-27."""
+    now = 0.0
+
+    def __init__(self):
+        self.t = VirtualClock.now
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1000.0
+
+    @classmethod
+    def step(cls, runtime):
+        """After a step: STEP_S, and SYNC_S where the schedule syncs (once per
+        H steps; never in the reference trial, whose H lies beyond its end)."""
+        cls.now += STEP_S
+        if runtime is not None and (runtime.steps - runtime.schedule_base) % runtime.sync_every == 0:
+            cls.now += SYNC_S
 
 
 def build(args):
@@ -65,6 +96,7 @@ def train(model, opt, steps, args, rank):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), x).backward()
         opt.step()
+        VirtualClock.step(model.bagua_algorithm.runtime)
 
 
 def start_points(model):
@@ -78,6 +110,8 @@ def start_points(model):
 
 
 def case_search(args, rank, out):
+    autotune_sync._HostClock = VirtualClock
+    out["clock"] = {"step_s": STEP_S, "sync_s": SYNC_S}
     model, opt, changes = wrap(args, Autotune(budget_steps=args.budget,
                                               max_sync_every=args.max_sync_every))
     steps = 0
