@@ -8,6 +8,7 @@
 #include "net_plugin/api/boundary.h"
 #include "net_plugin/api/process.h"
 #include "net_plugin/api/registry.h"
+#include "net_plugin/engine/caller_wait.h"
 #include "net_plugin/transport/memory_region.h"
 #include "net_plugin/transport/recv_comm.h"
 #include "net_plugin/transport/send_comm.h"
@@ -137,6 +138,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
         req->comm, req->kind == RequestKind::kSend ? ObjectKind::kSend : ObjectKind::kRecv);
     BAGUA_CHECK_ARG(live && req->inUse.load(std::memory_order_relaxed),
                     "request %p is not in flight", request);
+    if (processState().watchesCallerWait()) sampleCallerWait();
     Status status = req->comm->test(req, done, sizes);
     // With no CPU to spare for the workers, a caller that polls again at
     // once would only take CPU from them (BAGUA_NET_TEST_YIELD).

@@ -39,6 +39,7 @@
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/socket_util.h"
 #include "net_plugin/base/status.h"
+#include "net_plugin/engine/caller_wait.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/engine/spin_governor.h"
 #include "net_plugin/engine/task_queue.h"
@@ -220,7 +221,7 @@ class UringWorker final : public Worker {
   bool spinUntil(std::chrono::steady_clock::time_point deadline) {
     if (spin_.count() == 0) return false;
     auto last = std::chrono::steady_clock::now();
-    if (last >= deadline || !governor_.maySpin(last)) return false;
+    if (last >= deadline || !governor_.maySpin(last) || callersWaitedRecently()) return false;
     governor_.spinStarted(last, threadCpuTime());
     io_uring_submit(&ring_);
     do {

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "net_plugin/base/log.h"
+#include "net_plugin/engine/caller_wait.h"
 #include "net_plugin/transport/stream.h"
 
 namespace bagua::net {
@@ -126,6 +127,12 @@ void Comm::streamClosed() {
 }
 
 bool Comm::close() {
+  // What the callers' wait for a CPU looked like, once per process (the
+  // first comm closed, after the job's collectives).
+  static std::atomic<bool> waitLogged{false};
+  if (std::string wait = describeCallerWait(); !wait.empty() && !waitLogged.exchange(true)) {
+    BAGUA_INFO(NCCL_NET, "%s", wait.c_str());
+  }
   for (auto& stream : streams_) {
     Stream* s = stream.get();
     s->worker().post([s] { s->beginClose(); });

@@ -26,7 +26,9 @@ PluginState::PluginState(const Params& params, const CpuBudget& budget)
     : params_(withAutoSizes(params, bagua::net::usableCpus(budget, 1))),
       usableCpus_(bagua::net::usableCpus(budget, params.localRanks)),
       hostShareCpus_(bagua::net::usableCpus(budget, 1)),
-      testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpus_)) {}
+      testYields_(params.testYield >= 0 ? params.testYield == 1 : autoTestYield(usableCpus_)),
+      watchesCallerWait_(params.spinBackoff != 0 && engineKind() != EngineKind::kInline &&
+                         engineSpinUs() > 0) {}
 
 void PluginState::init() {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -62,6 +62,9 @@ class PluginState {
   // Whether test() of an unfinished request yields the CPU
   // (BAGUA_NET_TEST_YIELD or the automatic choice, decided once).
   bool testYields() const { return testYields_; }
+  // Whether test() samples how long its caller waits for a CPU
+  // (engine/caller_wait.h): where workers spin and BAGUA_NET_SPIN_BACKOFF is on.
+  bool watchesCallerWait() const { return watchesCallerWait_; }
   // The CPUs this rank sizes the automatic choices by (usableCpus of the
   // process's budget and BAGUA_NET_LOCAL_RANKS), read once.
   int usableCpus() const { return usableCpus_; }
@@ -81,6 +84,7 @@ class PluginState {
   const int usableCpus_;
   const int hostShareCpus_;
   const bool testYields_;
+  const bool watchesCallerWait_;
   std::mutex mutex_;
   bool initialized_ = false;
   std::vector<NetDevice> devices_;

@@ -8,6 +8,7 @@
 
 #include "net_plugin/base/cpu_budget.h"
 #include "net_plugin/base/log.h"
+#include "net_plugin/engine/caller_wait.h"
 
 namespace bagua::net {
 
@@ -116,7 +117,7 @@ bool SendComm::sendInlineLocked(Request* req) {
 size_t SendComm::callerStreamBytesLocked() const {
   // A busy host: every message a spin would have been earned by (at most
   // 64 KiB, not the 4 MiB of a 2-CPU process's whole messages).
-  if (spinsLostRecently()) {
+  if (spinsLostRecently() || callersWaitedRecently()) {
     return std::max(callerQuietBytes_, std::min(minSplitBytes_, kSpinMessageBytes));
   }
   return callerQuietBytes_;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "net_plugin/engine/caller_wait.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {
@@ -45,6 +46,19 @@ TEST(Spin, WorkersSpinAfterSmallMessagesAndSleepAfterBulk) {
   // machine); sleeping: next to nothing (0-1 ms measured).
   EXPECT_GT(small, 15 * kMs) << "no spin after a 4 KiB message (" << small / kMs << " ms)";
   EXPECT_LT(bulk, 8 * kMs) << "spun after an 8 MiB message (" << bulk / kMs << " ms)";
+  closeLink(link);
+}
+
+// A caller that waited for a CPU (engine/caller_wait.h) keeps the workers
+// from spinning: the message that earned a spin just before earns none.
+TEST(Spin, WorkersDoNotSpinWhileCallersWaitForACpu) {
+  Link link = connectLink();
+  constexpr uint64_t kMs = 1000 * 1000;
+  uint64_t before = workerCpuAfter(link, 4096);
+  EXPECT_GT(before, 15 * kMs) << "no spin after a 4 KiB message (" << before / kMs << " ms)";
+  noteCallerWindow(0.5);  // a 50 ms window in which the caller waited half the time
+  uint64_t after = workerCpuAfter(link, 4096);  // within the second it holds
+  EXPECT_LT(after, 8 * kMs) << "spun " << after / kMs << " ms after callers waited for a CPU";
   closeLink(link);
 }
 

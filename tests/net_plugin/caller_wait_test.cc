@@ -1,0 +1,94 @@
+// How long the plugin's callers wait for a CPU (engine/caller_wait.h): the
+// schedstat parse and the window's share, the decision, and a real thread
+// that shares its CPU with a busy one.
+#include "net_plugin/engine/caller_wait.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace bagua::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CallerWait, ParsesSchedStat) {
+  SchedStat s;
+  const char* text = "819692 40000 17\n";
+  ASSERT_TRUE(parseSchedStat(text, std::strlen(text), &s));
+  EXPECT_EQ(s.onCpuNs, 819692);
+  EXPECT_EQ(s.waitNs, 40000);
+  for (const char* bad : {"", "12 34", "a b c", "-1 0 0", "5 -7 1"}) {
+    EXPECT_FALSE(parseSchedStat(bad, std::strlen(bad), &s)) << "'" << bad << "'";
+  }
+}
+
+TEST(CallerWait, ShareOfTheWindow) {
+  SchedStat before{100, 1000};
+  SchedStat after{200, 6000};
+  EXPECT_DOUBLE_EQ(waitShare(before, after, 50000), 0.1);
+  EXPECT_DOUBLE_EQ(waitShare(before, after, 0), 0.0) << "no time passed";
+  EXPECT_DOUBLE_EQ(waitShare(after, before, 50000), 0.0) << "a counter that went back";
+}
+
+// One process-wide state: the quiet windows first, then a busy one.
+TEST(CallerWait, OnlyAWindowAboveTheShareMarksTheHostBusy) {
+  EXPECT_EQ(describeCallerWait(), "") << "nothing sampled yet";
+  noteCallerWindow(0.02);
+  noteCallerWindow(kBusyWaitShare);
+  EXPECT_FALSE(callersWaitedRecently());
+  EXPECT_NE(describeCallerWait().find("2 windows of 50 ms sampled, 0 above 10%, most 10.0%"),
+            std::string::npos)
+      << describeCallerWait();
+  noteCallerWindow(0.35);
+  EXPECT_TRUE(callersWaitedRecently());
+  EXPECT_NE(describeCallerWait().find("1 above 10%, most 35.0%"), std::string::npos)
+      << describeCallerWait();
+}
+
+int firstAllowedCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) return cpu;
+  }
+  return 0;
+}
+
+void pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+}
+
+// A caller that polls test() on a CPU that a busy thread shares (CFS gives
+// each about half): its windows wait far above 10%, and the host counts as
+// busy. (The quiet case is the decision above: on a loaded CI machine a
+// pinned thread may wait for other reasons.)
+TEST(CallerWaitContended, APollingCallerSharingItsCpuSeesTheHostBusy) {
+  int cpu = firstAllowedCpu();
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    pinTo(cpu);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  pinTo(cpu);
+  auto until = std::chrono::steady_clock::now() + 400ms;
+  while (std::chrono::steady_clock::now() < until && !callersWaitedRecently()) {
+    sampleCallerWait();
+  }
+  stop = true;
+  busy.join();
+  EXPECT_TRUE(callersWaitedRecently()) << describeCallerWait();
+}
+
+}  // namespace
+}  // namespace bagua::net
