@@ -40,8 +40,8 @@ bool parseSchedStat(const char* text, size_t n, SchedStat* out);
 // when the clock did not move or the counter went back).
 double waitShare(const SchedStat& before, const SchedStat& after, int64_t wallNs);
 
-// From test(): one clock read, and at the end of each of the calling
-// thread's windows one read of its schedstat. A thread whose schedstat
+// From test(): a counter, a clock read on one call in 64, and at the end of
+// each of the calling thread's windows one read of its schedstat. A thread whose schedstat
 // cannot be read (no /proc, a kernel without CONFIG_SCHED_INFO) is not
 // sampled again.
 void sampleCallerWait();

@@ -4,10 +4,7 @@
 // Sockets are non-blocking and registered once, edge-triggered, for both
 // directions. An operation is tried at once when started; only after it
 // meets EAGAIN does it wait for the next edge, which is why edge-triggering
-// cannot miss a wake-up. A receive that came back short emptied the
-// socket's queue, so the next one waits for an edge too instead of meeting
-// EAGAIN (data that arrives after the copy raises one; nginx's rule): one
-// syscall less per small message. Completions are queued and delivered from the loop,
+// cannot miss a wake-up. Completions are queued and delivered from the loop,
 // never from inside send()/recv(), so handlers that start the next
 // operation do not recurse. Timers are a deadline map consulted by the loop;
 // spinning polls with a zero timeout for spinUs after the last round that
@@ -51,10 +48,6 @@ struct FdState {
   int sendIovcnt = 0;
   const iovec* recvIov = nullptr;  // pending receive, when not null
   int recvIovcnt = 0;
-  bool recvDrained = false;  // the last receive emptied the queue; no edge since
-  // The peer's FIN or an error was seen: its edge came once, maybe with the
-  // last bytes, so a short receive no longer means there is nothing to read.
-  bool hungUp = false;
 };
 
 class EpollWorker final : public Worker {
@@ -146,7 +139,7 @@ class EpollWorker final : public Worker {
     FdState& st = fds_.at(fd);
     st.recvIov = iov;
     st.recvIovcnt = iovcnt;
-    if (!st.recvDrained) tryRecv(fd, st);
+    tryRecv(fd, st);
   }
 
   void cancel(int fd) override {
@@ -209,20 +202,13 @@ class EpollWorker final : public Worker {
 
   void tryRecv(int fd, FdState& st) {
     ssize_t n = 0;
-    size_t asked = st.recvIov[0].iov_len;
     if (st.recvIovcnt == 1) {
-      n = ::recv(fd, st.recvIov[0].iov_base, asked, MSG_DONTWAIT);
+      n = ::recv(fd, st.recvIov[0].iov_base, st.recvIov[0].iov_len, MSG_DONTWAIT);
     } else {
-      for (int i = 1; i < st.recvIovcnt; ++i) asked += st.recvIov[i].iov_len;
       msghdr msg = messageOf(st.recvIov, st.recvIovcnt);
       n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      st.recvDrained = !st.hungUp;
-      return;
-    }
-    if (n < 0 && errno == EINTR) return;
-    st.recvDrained = n > 0 && static_cast<size_t>(n) < asked && !st.hungUp;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     complete(st, &st.recvIov, false, n < 0 ? -errno : static_cast<int>(n));
   }
 
@@ -263,8 +249,6 @@ class EpollWorker final : public Worker {
       auto it = fds_.find(fd);
       if (it == fds_.end()) continue;
       FdState& st = it->second;
-      st.recvDrained = false;  // an edge: new bytes, EOF or an error
-      if ((events[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) st.hungUp = true;
       if (st.sendIov != nullptr) trySend(fd, st);
       if (st.recvIov != nullptr) tryRecv(fd, st);
     }

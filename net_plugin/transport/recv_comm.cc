@@ -1,20 +1,16 @@
 // RecvComm (posted receives, chunk placement) and RecvStream (one stream's
 // read loop: header, then payload into the user buffer).
 //
-// Look-ahead: every receive also offers the stream's stash (after the
-// payload's bytes, when a payload is being read), so one receive brings a
-// small message whole, and while data streams in, one receive ends a chunk
-// and brings the next chunk's header: one receive per chunk, not two or
-// three. The stash is the stream's own, so nothing is read into memory the
-// chunk's placement has not decided on; what it holds of a payload is copied
-// once placed.
+// Look-ahead: a payload receive also offers the header buffer after the
+// payload, so while data streams in, one receive ends a chunk and brings the
+// next chunk's header (one receive per chunk instead of two). The header
+// buffer is the stream's own, so nothing is read into memory the chunk's
+// placement has not decided on.
 #include "net_plugin/transport/recv_comm.h"
 
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/socket_util.h"
@@ -29,8 +25,8 @@ RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
   for (size_t i = 0; i < fds.size(); ++i) {
     bool caller = i >= data;
     Worker* worker = caller ? openCallerEngine() : &nextWorker(*engine_);
-    streams.push_back(
-        std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]), worker, caller));
+    streams.push_back(std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]),
+                                                   worker, caller));
   }
   startStreams(std::move(streams));
 }
@@ -146,26 +142,26 @@ void RecvStream::start() {
   if (attachToWorker()) readHeader();
 }
 
-void RecvStream::readHeader() {
+void RecvStream::readHeader(size_t ahead) {
   state_ = State::kHeader;
-  if (stashed() >= sizeof(ChunkHeader)) {
+  dest_ = headerBytes_;
+  want_ = sizeof(ChunkHeader);
+  got_ = ahead;
+  if (got_ == want_) {
     parseHeader();
-    return;
+  } else {
+    readMore();
   }
-  // A partial header moves to the stash's start; the read appends to it.
-  if (stashBegin_ > 0) {
-    std::memmove(stash_, stash_ + stashBegin_, stashed());
-    stashEnd_ -= stashBegin_;
-    stashBegin_ = 0;
-  }
-  readMore();
 }
 
 void RecvStream::readMore() {
   recvPending_ = true;
-  int iovcnt = 0;
-  if (state_ == State::kPayload) iov_[iovcnt++] = {dest_ + got_, want_ - got_};
-  iov_[iovcnt++] = {stash_ + stashEnd_, kStashBytes - stashEnd_};
+  iov_[0] = {dest_ + got_, want_ - got_};
+  int iovcnt = 1;
+  if (state_ == State::kPayload) {
+    iov_[1] = {headerBytes_, sizeof(headerBytes_)};
+    iovcnt = 2;
+  }
   worker_->recv(fd_.get(), iov_, iovcnt);
 }
 
@@ -192,22 +188,19 @@ void RecvStream::place() {
     case RecvComm::Placement::kReady:
       break;
   }
-  state_ = State::kPayload;
-  want_ = header_.len;
-  got_ = std::min(stashed(), want_);
-  if (got_ > 0) std::memcpy(dest_, stash_ + stashBegin_, got_);
-  stashBegin_ += got_;
-  if (got_ == want_) {
+  if (header_.len == 0) {
     chunkDone();
     readHeader();
     return;
   }
-  stashBegin_ = stashEnd_ = 0;  // all of it went to the payload
+  state_ = State::kPayload;
+  want_ = header_.len;
+  got_ = 0;
   readMore();
 }
 
 void RecvStream::onEof() {
-  if (state_ == State::kHeader && stashed() == 0) {
+  if (state_ == State::kHeader && got_ == 0) {
     state_ = State::kFinished;
     recvComm_->streamFinished();
     return;
@@ -233,19 +226,22 @@ void RecvStream::onRecvDone(int result) {
     return;
   }
   size_t n = static_cast<size_t>(result);
-  if (state_ == State::kPayload) {
-    size_t payload = std::min(n, want_ - got_);
-    got_ += payload;
-    stashEnd_ = n - payload;  // the look-ahead (the stash was empty)
-    if (got_ < want_) {
-      readMore();
-      return;
-    }
-    chunkDone();
-  } else {
-    stashEnd_ += n;
+  size_t ahead = 0;  // bytes of the next header read after the payload
+  if (n > want_ - got_) {
+    ahead = n - (want_ - got_);
+    n = want_ - got_;
   }
-  readHeader();
+  got_ += n;
+  if (got_ < want_) {
+    readMore();
+    return;
+  }
+  if (state_ == State::kPayload) {
+    chunkDone();
+    readHeader(ahead);
+    return;
+  }
+  parseHeader();
 }
 
 void RecvStream::stopReading() {
@@ -265,9 +261,7 @@ void RecvStream::stopReading() {
 
 void RecvStream::parseHeader() {
   std::string why;
-  const uint8_t* bytes = stash_ + stashBegin_;
-  stashBegin_ += sizeof(ChunkHeader);
-  if (!parseChunkHeader(bytes, sizeof(ChunkHeader), &header_, &why)) {
+  if (!parseChunkHeader(headerBytes_, sizeof(headerBytes_), &header_, &why)) {
     recvComm_->fail(Status::kRemoteError, "stream " + std::to_string(index_) + ": " + why);
     stopReading();
     return;

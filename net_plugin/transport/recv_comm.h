@@ -1,9 +1,7 @@
 // The receiving side of a connection. irecv() posts a buffer under the next
 // sequence number; each stream reads a chunk header, asks the comm where the
 // chunk goes (placeChunk), and reads the payload straight into the posted
-// buffer at its offset. Only what a read brought beyond the header (its
-// stash, at most 4 KiB: a small message's payload, or the next chunk's
-// start after a payload) is copied.
+// buffer at its offset: no staging copy.
 //
 // A header for a message whose receive is not posted yet parks its stream:
 // the stream stops reading (TCP flow control then holds the sender back)
@@ -99,19 +97,12 @@ class RecvStream final : public Stream {
  private:
   enum class State { kHeader, kPayload, kParked, kFinished, kFailed };
 
-  // Every read also fills the stash, so one receive brings a small message
-  // whole (header and payload) or a payload's end and the next header.
-  static constexpr size_t kStashBytes = 4096;
-  size_t stashed() const { return stashEnd_ - stashBegin_; }
-
-  // Starts on the next chunk's header: parses it from the stash when it is
-  // there, else reads.
-  void readHeader();
+  // Starts on the next chunk's header, of which `ahead` bytes already
+  // arrived with the previous payload.
+  void readHeader(size_t ahead = 0);
   void readMore();
-  // Parses the complete header at the stash's start, then places the chunk.
+  // Parses a complete header, then places the chunk.
   void parseHeader();
-  // Places header_'s chunk, takes what the stash holds of its payload and
-  // reads the rest into the posted buffer.
   void place();
   // The comm failed here (a bad header, a truncated message) or elsewhere:
   // reads no more and shuts the socket down, so the peer sees an error.
@@ -124,17 +115,13 @@ class RecvStream final : public Stream {
   RecvComm* recvComm_;
   bool callerStream_;
   State state_ = State::kHeader;
+  uint8_t headerBytes_[sizeof(ChunkHeader)]{};
   ChunkHeader header_{};
   Request* req_ = nullptr;
-  uint8_t* dest_ = nullptr;  // the payload's place in the posted buffer
-  size_t want_ = 0;          // payload bytes of the current chunk
-  size_t got_ = 0;           // of them already in place
+  uint8_t* dest_ = nullptr;  // where the current read goes
+  size_t want_ = 0;          // bytes the current state needs
+  size_t got_ = 0;           // bytes of them already read
   iovec iov_[2]{};           // the pending receive's buffers
-  // Bytes read and not consumed yet: stash_[stashBegin_, stashEnd_). While
-  // a payload is read into the posted buffer the stash is empty.
-  size_t stashBegin_ = 0;
-  size_t stashEnd_ = 0;
-  uint8_t stash_[kStashBytes];
 };
 
 }  // namespace bagua::net
