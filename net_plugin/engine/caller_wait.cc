@@ -44,7 +44,9 @@ class ThreadSampler {
       fd_ = kBroken;
       return;
     }
-    if (windowStartNs_ != 0) noteCallerWindow(waitShare(start_, stat, now - windowStartNs_));
+    if (windowStartNs_ != 0 && stat.waitNs >= start_.waitNs) {
+      noteCallerWindow(waitShare(start_, stat, now - windowStartNs_));
+    }
     start_ = stat;
     windowStartNs_ = now;
   }
@@ -56,7 +58,16 @@ class ThreadSampler {
       std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerWaitWindow).count();
 
   bool read(SchedStat* out) {
-    if (fd_ == -1) fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    // A fork()ed child's copy of the fd still reads the parent's thread.
+    if (fd_ >= 0 && ::getpid() != pid_) {
+      ::close(fd_);
+      fd_ = -1;
+      windowStartNs_ = 0;
+    }
+    if (fd_ == -1) {
+      fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+      pid_ = ::getpid();
+    }
     if (fd_ < 0) return false;
     char text[128];
     ssize_t n = ::pread(fd_, text, sizeof(text) - 1, 0);
@@ -64,6 +75,7 @@ class ThreadSampler {
   }
 
   int fd_ = -1;
+  pid_t pid_ = 0;  // whose thread fd_ reads
   unsigned calls_ = 0;
   int64_t windowStartNs_ = 0;
   SchedStat start_;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -68,11 +70,9 @@ void pinTo(int cpu) {
   ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
 }
 
-// A caller that polls test() on a CPU that a busy thread shares (CFS gives
-// each about half): its windows wait far above 10%, and the host counts as
-// busy. (The quiet case is the decision above: on a loaded CI machine a
-// pinned thread may wait for other reasons.)
-TEST(CallerWaitContended, APollingCallerSharingItsCpuSeesTheHostBusy) {
+// Polls like test() for up to 400 ms on a CPU that a busy thread shares
+// (CFS gives each about half); true when the host was seen busy.
+bool pollSharingACpu() {
   int cpu = firstAllowedCpu();
   std::atomic<bool> stop{false};
   std::thread busy([&] {
@@ -87,7 +87,29 @@ TEST(CallerWaitContended, APollingCallerSharingItsCpuSeesTheHostBusy) {
   }
   stop = true;
   busy.join();
-  EXPECT_TRUE(callersWaitedRecently()) << describeCallerWait();
+  return callersWaitedRecently();
+}
+
+// A caller sharing its CPU waits far above 10% of its windows, and the host
+// counts as busy. (The quiet case is the decision above: on a loaded CI
+// machine a pinned thread may wait for other reasons.)
+TEST(CallerWaitContended, APollingCallerSharingItsCpuSeesTheHostBusy) {
+  EXPECT_TRUE(pollSharingACpu()) << describeCallerWait();
+}
+
+// The thread opened its schedstat before fork(): the child's copy of the fd
+// reads the parent's thread (asleep in waitpid, never waiting for a CPU), so
+// the child must open its own.
+TEST(CallerWaitFork, AForkedChildSamplesItsOwnThread) {
+  for (int i = 0; i < 200; ++i) sampleCallerWait();  // opens the parent's schedstat
+  ASSERT_FALSE(callersWaitedRecently());
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(pollSharingACpu() ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the forked child did not see its own CPU wait";
 }
 
 }  // namespace
