@@ -8,16 +8,11 @@
 #include <cstdio>
 
 #include "net_plugin/base/log.h"
+#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/spin_governor.h"
 
 namespace bagua::net {
 namespace {
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::atomic<int64_t> lastBusyNs{0};  // steady_clock ns of the last busy window; 0: none
 std::atomic<uint64_t> windows{0};

@@ -13,6 +13,7 @@
 
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/status.h"
+#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/spin_governor.h"
 
 namespace bagua::net {
@@ -58,12 +59,6 @@ void pinWorkerThread(int index, int cpu) {
 namespace {
 // steady_clock nanoseconds of the process's last lost spin (0: none yet).
 std::atomic<int64_t> lastLostSpinNs{0};
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 }  // namespace
 
 std::chrono::steady_clock::duration threadCpuTime() {

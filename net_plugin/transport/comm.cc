@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "net_plugin/base/log.h"
+#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/caller_wait.h"
 #include "net_plugin/transport/stream.h"
 
@@ -16,12 +17,6 @@ constexpr auto kCloseTimeout = std::chrono::seconds(30);
 
 // Polls of the caller engine closer together than this find little new.
 constexpr int64_t kCallerPollIntervalNs = 1000;
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Every caller stream of the process belongs to one caller-driven engine, so
 // that one epoll_wait looks at all of them: NCCL's proxy tests each request
