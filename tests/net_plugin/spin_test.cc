@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -54,11 +55,15 @@ TEST(Spin, WorkersSpinAfterSmallMessagesAndSleepAfterBulk) {
 TEST(Spin, WorkersDoNotSpinWhileCallersWaitForACpu) {
   Link link = connectLink();
   constexpr uint64_t kMs = 1000 * 1000;
+  // Bounds loose enough for a loaded machine (a spin got 11 ms of the 80
+  // with two busy loops on 2 vCPUs; no spin: 0-1 ms).
   uint64_t before = workerCpuAfter(link, 4096);
-  EXPECT_GT(before, 15 * kMs) << "no spin after a 4 KiB message (" << before / kMs << " ms)";
+  EXPECT_GT(before, 4 * kMs) << "no spin after a 4 KiB message (" << before / kMs << " ms)";
   noteCallerWindow(0.5);  // a 50 ms window in which the caller waited half the time
   uint64_t after = workerCpuAfter(link, 4096);  // within the second it holds
-  EXPECT_LT(after, 8 * kMs) << "spun " << after / kMs << " ms after callers waited for a CPU";
+  EXPECT_LT(after, std::min<uint64_t>(8 * kMs, before / 2))
+      << "spun " << after / kMs << " ms after callers waited for a CPU (" << before / kMs
+      << " ms before)";
   closeLink(link);
 }
 
