@@ -29,7 +29,11 @@ declare -A ENVS=(
 )
 for np in $RANKS; do
   for rep in $(seq 1 "$REPS"); do
-    for config in bagua socket socket_tuned bagua_tuner_off; do
+    order="bagua socket socket_tuned bagua_tuner_off"
+    # Every second repetition in reverse: the first of a repetition can lose
+    # 15-25% on the GPU host (bench/results/caller_wait_gpu_2026-12-02).
+    [ $((rep % 2)) = 0 ] && order="bagua_tuner_off socket_tuned socket bagua"
+    for config in $order; do
       log=$OUT/ddp_${config}_r${np}_$rep.log
       # shellcheck disable=SC2086
       env ${ENVS[$config]} timeout "$CAP_S" python3 -m torch.distributed.run --standalone \

@@ -6,8 +6,10 @@
 # NCCL host (NCCL_HOSTID; shared/BENCHMARKING.md) under an MPS daemon.
 # GPUS=G > 1: rank r on GPU r % G, one host. Either way NCCL_P2P_DISABLE=1
 # NCCL_SHM_DISABLE=1, so every byte crosses the network transport.
-# Configurations are interleaved REPS times; each sweep's NCCL INFO log gives
-# the channels NCCL chose.
+# Configurations are interleaved REPS times, every second repetition in
+# reverse order (a configuration run first in each repetition lost 15-25% on
+# the GPU host: bench/results/caller_wait_gpu_2026-12-02); each sweep's NCCL
+# INFO log gives the channels NCCL chose.
 #
 # Usage: NCCL_TESTS_BIN=<nccl-tests build, MPI=1> [PLUGIN=...] [RANKS="2 4"] \
 #          [REPS=3] [CONFIGS="bagua socket socket_tuned ..."] [GPUS=1] \
@@ -144,10 +146,13 @@ limit() {
 }
 
 limit before
+REVERSED=$(printf '%s\n' $CONFIGS | tac | tr '\n' ' ')
 for np in $RANKS; do
   for rep in $(seq 1 "$REPS"); do
+    order=$CONFIGS
+    [ $((rep % 2)) = 0 ] && order=$REVERSED
     for coll in $COLLECTIVES; do
-      for config in $CONFIGS; do
+      for config in $order; do
         sweep "$coll" "$np" "$config" "$rep"
       done
     done
