@@ -39,9 +39,7 @@ class ThreadSampler {
       fd_ = kBroken;
       return;
     }
-    if (windowStartNs_ != 0 && stat.waitNs >= start_.waitNs) {
-      noteCallerWindow(waitShare(start_, stat, now - windowStartNs_));
-    }
+    if (windowStartNs_ != 0) noteCallerWindow(waitShare(start_, stat, now - windowStartNs_));
     start_ = stat;
     windowStartNs_ = now;
   }

@@ -4,15 +4,13 @@
 #include "net_plugin/engine/caller_wait.h"
 
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
-#include <thread>
+
+#include "tests/net_plugin/support/busy_cpu.h"
 
 namespace bagua::net {
 namespace {
@@ -53,40 +51,16 @@ TEST(CallerWait, OnlyAWindowAboveTheShareMarksTheHostBusy) {
       << describeCallerWait();
 }
 
-int firstAllowedCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) return cpu;
-  }
-  return 0;
-}
-
-void pinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
-}
-
 // Polls like test() for up to 400 ms on a CPU that a busy thread shares
 // (CFS gives each about half); true when the host was seen busy.
 bool pollSharingACpu() {
-  int cpu = firstAllowedCpu();
-  std::atomic<bool> stop{false};
-  std::thread busy([&] {
-    pinTo(cpu);
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
-  });
-  pinTo(cpu);
+  int cpu = testing::firstAllowedCpu();
+  testing::BusyThread busy(cpu);
+  if (!testing::pinCallingThread(cpu)) return false;
   auto until = std::chrono::steady_clock::now() + 400ms;
   while (std::chrono::steady_clock::now() < until && !callersWaitedRecently()) {
     sampleCallerWait();
   }
-  stop = true;
-  busy.join();
   return callersWaitedRecently();
 }
 

@@ -6,17 +6,15 @@
 // (BAGUA_NET_SPIN_BACKOFF=0, so a loaded test machine cannot cut the spin
 // short), Spin.Contended* with it.
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "net_plugin/engine/caller_wait.h"
+#include "tests/net_plugin/support/busy_cpu.h"
 #include "tests/net_plugin/support/harness.h"
 
 namespace bagua::net::testing {
@@ -66,41 +64,6 @@ TEST(Spin, WorkersDoNotSpinWhileCallersWaitForACpu) {
       << " ms before)";
   closeLink(link);
 }
-
-// The first CPU this process may run on.
-int firstAllowedCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) return cpu;
-  }
-  return 0;
-}
-
-// A thread that keeps `cpu` busy until destroyed (another process's work on
-// the worker's CPU: a data loader, another rank).
-class BusyThread {
- public:
-  explicit BusyThread(int cpu) {
-    thread_ = std::thread([this, cpu] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-      while (!stop_.load(std::memory_order_relaxed)) {
-      }
-    });
-  }
-  ~BusyThread() {
-    stop_ = true;
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 // The worker shares its CPU with a busy thread: its spin loses the CPU, and
 // the governor (spin_governor.h) puts it to sleep instead of letting it take
