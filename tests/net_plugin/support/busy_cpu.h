@@ -5,7 +5,10 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <time.h>
+
 #include <atomic>
+#include <cstdint>
 #include <thread>
 
 namespace bagua::net::testing {
@@ -38,6 +41,16 @@ class BusyThread {
       while (!stop_.load(std::memory_order_relaxed)) {
       }
     });
+  }
+  // Its CPU time so far (ns).
+  uint64_t cpuNs() {
+    clockid_t clock;
+    timespec ts{};
+    if (pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 ||
+        clock_gettime(clock, &ts) != 0) {
+      return 0;
+    }
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   }
   ~BusyThread() {
     stop_ = true;

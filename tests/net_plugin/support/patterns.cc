@@ -2,6 +2,9 @@
 #include "tests/net_plugin/support/patterns.h"
 
 #include <dirent.h>
+#include <sched.h>
+
+#include <cstdlib>
 
 #include <chrono>
 #include <cstring>
@@ -99,6 +102,19 @@ uint64_t pluginThreadsCpuNs() {
     if (schedstat >> ns) total += ns;
   }
   return total;
+}
+
+int pinPluginThreads(int cpu) {
+  std::vector<std::string> tasks;
+  if (!pluginTasks(&tasks)) return -1;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  for (const std::string& task : tasks) {
+    pid_t tid = static_cast<pid_t>(std::atoi(task.c_str() + task.rfind('/') + 1));
+    if (sched_setaffinity(tid, sizeof(set), &set) != 0) return -1;
+  }
+  return static_cast<int>(tasks.size());
 }
 
 int pluginThreadCountSettled(int want) {

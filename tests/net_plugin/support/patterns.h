@@ -21,6 +21,10 @@ int pluginThreadCountSettled(int want);
 // Nanoseconds the plugin's threads have run on a CPU, summed (from each
 // thread's /proc/self/task/TID/schedstat).
 uint64_t pluginThreadsCpuNs();
+// Pins every thread the plugin started to `cpu` (sched_setaffinity on each
+// TID: BAGUA_NET_CPUS is read once, at the plugin's init, before any test
+// runs); returns how many it pinned, -1 when one could not be.
+int pinPluginThreads(int cpu);
 // Open file descriptors of this process (from /proc/self/fd).
 int openFdCount();
 
