@@ -8,71 +8,21 @@
 #include <cstdio>
 
 #include "net_plugin/base/log.h"
+#include "net_plugin/base/recent_mark.h"
 #include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/spin_governor.h"
 
 namespace bagua::net {
 namespace {
 
-std::atomic<int64_t> lastBusyNs{0};  // steady_clock ns of the last busy window; 0: none
+RecentMark busyWindow;  // the last window above kBusyWaitShare
 std::atomic<uint64_t> windows{0};
 std::atomic<uint64_t> busyWindows{0};
 std::atomic<int64_t> mostSharePpm{0};
 
-// The calling thread's schedstat, kept open: a pread at offset 0 reads it
-// afresh (one syscall a window).
-class ThreadSampler {
- public:
-  ~ThreadSampler() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  void sample() {
-    // NCCL's proxy calls test() every few hundred ns: the clock is read on
-    // one call in kCallsPerClockRead only.
-    if (fd_ == kBroken || ++calls_ % kCallsPerClockRead != 0) return;
-    int64_t now = steadyNs();
-    if (fd_ >= 0 && now - windowStartNs_ < kWindowNs) return;
-    SchedStat stat;
-    if (!read(&stat)) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = kBroken;
-      return;
-    }
-    if (windowStartNs_ != 0) noteCallerWindow(waitShare(start_, stat, now - windowStartNs_));
-    start_ = stat;
-    windowStartNs_ = now;
-  }
-
- private:
-  static constexpr int kBroken = -2;
-  static constexpr unsigned kCallsPerClockRead = 64;
-  static constexpr int64_t kWindowNs =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerWaitWindow).count();
-
-  bool read(SchedStat* out) {
-    // A fork()ed child's copy of the fd still reads the parent's thread.
-    if (fd_ >= 0 && ::getpid() != pid_) {
-      ::close(fd_);
-      fd_ = -1;
-      windowStartNs_ = 0;
-    }
-    if (fd_ == -1) {
-      fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-      pid_ = ::getpid();
-    }
-    if (fd_ < 0) return false;
-    char text[128];
-    ssize_t n = ::pread(fd_, text, sizeof(text) - 1, 0);
-    return n > 0 && parseSchedStat(text, static_cast<size_t>(n), out);
-  }
-
-  int fd_ = -1;
-  pid_t pid_ = 0;  // whose thread fd_ reads
-  unsigned calls_ = 0;
-  int64_t windowStartNs_ = 0;
-  SchedStat start_;
-};
+constexpr unsigned kCallsPerClockRead = 64;
+constexpr int64_t kWindowNs =
+    std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerWaitWindow).count();
 
 }  // namespace
 
@@ -93,8 +43,46 @@ double waitShare(const SchedStat& before, const SchedStat& after, int64_t wallNs
   return static_cast<double>(after.waitNs - before.waitNs) / static_cast<double>(wallNs);
 }
 
+CallerWaitSampler::~CallerWaitSampler() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CallerWaitSampler::sample() {
+  // NCCL's proxy calls test() every few hundred ns: the clock is read on
+  // one call in kCallsPerClockRead only.
+  if (fd_ == kOff || ++calls_ % kCallsPerClockRead != 0) return;
+  int64_t now = steadyNs();
+  if (fd_ >= 0 && now - windowStartNs_ < kWindowNs) return;
+  SchedStat stat;
+  if (!read(&stat)) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = kOff;
+    return;
+  }
+  if (windowStartNs_ != 0) noteCallerWindow(waitShare(start_, stat, now - windowStartNs_));
+  start_ = stat;
+  windowStartNs_ = now;
+}
+
+bool CallerWaitSampler::read(SchedStat* out) {
+  // A fork()ed child's copy of the fd still reads the parent's thread.
+  if (fd_ >= 0 && ::getpid() != pid_) {
+    ::close(fd_);
+    fd_ = -1;
+    windowStartNs_ = 0;
+  }
+  if (fd_ == -1) {
+    fd_ = ::open(path_, O_RDONLY | O_CLOEXEC);
+    pid_ = ::getpid();
+  }
+  if (fd_ < 0) return false;
+  char text[128];
+  ssize_t n = ::pread(fd_, text, sizeof(text) - 1, 0);
+  return n > 0 && parseSchedStat(text, static_cast<size_t>(n), out);
+}
+
 void sampleCallerWait() {
-  thread_local ThreadSampler sampler;
+  thread_local CallerWaitSampler sampler;
   sampler.sample();
 }
 
@@ -105,7 +93,7 @@ void noteCallerWindow(double share) {
   while (ppm > most && !mostSharePpm.compare_exchange_weak(most, ppm, std::memory_order_relaxed)) {
   }
   if (share <= kBusyWaitShare) return;
-  lastBusyNs.store(steadyNs(), std::memory_order_relaxed);
+  busyWindow.mark();
   if (busyWindows.fetch_add(1, std::memory_order_relaxed) > 0) return;
   BAGUA_INFO(NCCL_NET,
              "a thread calling the plugin waited for a CPU %.0f%% of %lld ms: the host's CPUs are "
@@ -114,12 +102,7 @@ void noteCallerWindow(double share) {
              share * 100.0, static_cast<long long>(kCallerWaitWindow.count()));
 }
 
-bool callersWaitedRecently() {
-  int64_t last = lastBusyNs.load(std::memory_order_relaxed);
-  return last != 0 &&
-         steadyNs() - last <
-             std::chrono::duration_cast<std::chrono::nanoseconds>(kMostBackoff).count();
-}
+bool callersWaitedRecently() { return busyWindow.within(kMostBackoff); }
 
 std::string describeCallerWait() {
   if (windows.load(std::memory_order_relaxed) == 0) return "";

@@ -40,10 +40,36 @@ bool parseSchedStat(const char* text, size_t n, SchedStat* out);
 // when the clock did not move or the counter went back).
 double waitShare(const SchedStat& before, const SchedStat& after, int64_t wallNs);
 
-// From test(): a counter, a clock read on one call in 64, and at the end of
-// each of the calling thread's windows one read of its schedstat. A thread whose schedstat
-// cannot be read (no /proc, a kernel without CONFIG_SCHED_INFO) is not
-// sampled again.
+// One thread's sampler: a counter, a clock read on one call in 64, and at
+// the end of each kCallerWaitWindow one read of the thread's schedstat,
+// kept open (a pread at offset 0 reads it afresh); each window's share goes
+// to noteCallerWindow. A schedstat that cannot be opened or read (no /proc,
+// a kernel without CONFIG_SCHED_INFO) turns the sampler off for good.
+class CallerWaitSampler {
+ public:
+  // `path`: the calling thread's schedstat; tests give a file of their own.
+  explicit CallerWaitSampler(const char* path = "/proc/thread-self/schedstat") : path_(path) {}
+  ~CallerWaitSampler();
+  CallerWaitSampler(const CallerWaitSampler&) = delete;
+  CallerWaitSampler& operator=(const CallerWaitSampler&) = delete;
+
+  void sample();
+  // True once the schedstat could not be read: sample() does nothing more.
+  bool off() const { return fd_ == kOff; }
+
+ private:
+  static constexpr int kOff = -2;
+  bool read(SchedStat* out);
+
+  const char* path_;
+  int fd_ = -1;
+  int pid_ = 0;  // whose thread fd_ reads
+  unsigned calls_ = 0;
+  int64_t windowStartNs_ = 0;
+  SchedStat start_;
+};
+
+// From test(): the calling thread's own CallerWaitSampler.
 void sampleCallerWait();
 
 // Whether a sampled window within the last kMostBackoff was above

@@ -12,8 +12,8 @@
 #include <system_error>
 
 #include "net_plugin/base/log.h"
+#include "net_plugin/base/recent_mark.h"
 #include "net_plugin/base/status.h"
-#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/spin_governor.h"
 
 namespace bagua::net {
@@ -57,8 +57,7 @@ void pinWorkerThread(int index, int cpu) {
 }
 
 namespace {
-// steady_clock nanoseconds of the process's last lost spin (0: none yet).
-std::atomic<int64_t> lastLostSpinNs{0};
+RecentMark lostSpin;  // the process's last lost spin
 }  // namespace
 
 std::chrono::steady_clock::duration threadCpuTime() {
@@ -68,15 +67,10 @@ std::chrono::steady_clock::duration threadCpuTime() {
       std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
 
-bool spinsLostRecently() {
-  int64_t last = lastLostSpinNs.load(std::memory_order_relaxed);
-  return last != 0 &&
-         steadyNs() - last <
-             std::chrono::duration_cast<std::chrono::nanoseconds>(kMostBackoff).count();
-}
+bool spinsLostRecently() { return lostSpin.within(kMostBackoff); }
 
 void noteLostSpin(int index, const SpinGovernor& governor) {
-  lastLostSpinNs.store(steadyNs(), std::memory_order_relaxed);
+  lostSpin.mark();
   static std::atomic<bool> said{false};
   if (said.exchange(true)) return;
   using std::chrono::duration_cast;

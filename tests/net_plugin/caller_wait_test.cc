@@ -8,7 +8,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "tests/net_plugin/support/busy_cpu.h"
 
@@ -49,6 +54,61 @@ TEST(CallerWait, OnlyAWindowAboveTheShareMarksTheHostBusy) {
   EXPECT_TRUE(callersWaitedRecently());
   EXPECT_NE(describeCallerWait().find("1 above 10%, most 35.0%"), std::string::npos)
       << describeCallerWait();
+}
+
+// A sampler over a file the test writes: its windows, and what turns it off.
+// (Its own suite: the window it notes is the process's busy one.)
+class CallerWaitSamplerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/bagua-schedstat-XXXXXX";
+    int fd = mkstemp(name);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    path_ = name;
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  // Rewrites the file in place (the sampler keeps it open).
+  void write(const std::string& text) { std::ofstream(path_, std::ios::trunc) << text; }
+  // 64 calls: the sampler reads the clock on one of them.
+  static void poll(CallerWaitSampler& sampler) {
+    for (int i = 0; i < 64; ++i) sampler.sample();
+  }
+
+  std::string path_;
+};
+
+TEST_F(CallerWaitSamplerTest, AWindowSpentWaitingMarksTheHostBusy) {
+  ASSERT_FALSE(callersWaitedRecently());
+  write("1000 0 1\n");
+  CallerWaitSampler sampler(path_.c_str());
+  poll(sampler);               // the first window starts
+  write("2000 40000000 2\n");  // 40 ms waited in the window
+  poll(sampler);               // too soon: the window is not over
+  EXPECT_FALSE(callersWaitedRecently());
+  std::this_thread::sleep_for(kCallerWaitWindow + 5ms);
+  poll(sampler);
+  EXPECT_FALSE(sampler.off());
+  EXPECT_TRUE(callersWaitedRecently()) << describeCallerWait();
+}
+
+TEST_F(CallerWaitSamplerTest, AnUnreadableSchedstatTurnsTheSamplerOff) {
+  const std::string before = describeCallerWait();
+  CallerWaitSampler missing("/nonexistent/schedstat");
+  poll(missing);
+  EXPECT_TRUE(missing.off());
+  for (const char* bad : {"", "not a schedstat\n"}) {
+    write(bad);
+    CallerWaitSampler sampler(path_.c_str());
+    poll(sampler);
+    EXPECT_TRUE(sampler.off()) << "'" << bad << "'";
+    write("1000 0 1\n");  // readable again: it stays off
+    std::this_thread::sleep_for(kCallerWaitWindow + 5ms);
+    poll(sampler);
+    EXPECT_TRUE(sampler.off());
+  }
+  EXPECT_EQ(describeCallerWait(), before) << "a sampler that is off noted a window";
 }
 
 // Polls like test() for up to 400 ms on a CPU that a busy thread shares
