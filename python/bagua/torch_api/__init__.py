@@ -11,6 +11,7 @@ Launch with `python -m bagua.distributed.launch --nproc_per_node N script.py`
 or torchrun. See docs/migrating.md for what changed from Bagua 0.9.
 """
 from . import distributed as _with_bagua  # noqa: F401  (installs Module.with_bagua)
+from .distributed import BaguaModule  # noqa: F401
 from .communication import (ReduceOp, allgather, allgather_inplace, allreduce,  # noqa: F401
                             allreduce_inplace, alltoall, alltoall_inplace, alltoall_v,
                             alltoall_v_inplace, barrier, broadcast, broadcast_object,
@@ -20,4 +21,4 @@ from .communication import (ReduceOp, allgather, allgather_inplace, allreduce,  
 from .env import (get_default_bucket_size, get_local_rank, get_local_size,  # noqa: F401
                   get_master_addr, get_node_rank, get_rank, get_world_size)
 from .tensor import BaguaTensor  # noqa: F401
-from . import algorithms, checkpoint, communication, contrib, data_parallel  # noqa: F401,E402
+from . import algorithms, checkpoint, communication, contrib, data_parallel, utils  # noqa: F401,E402

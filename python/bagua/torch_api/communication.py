@@ -17,7 +17,7 @@ __all__ = [
     "reduce", "reduce_inplace", "allreduce", "allreduce_inplace", "allgather",
     "allgather_inplace", "gather", "gather_inplace", "scatter", "scatter_inplace",
     "reduce_scatter", "reduce_scatter_inplace", "alltoall", "alltoall_inplace", "alltoall_v",
-    "alltoall_v_inplace", "barrier",
+    "alltoall_v_inplace", "barrier", "allreduce_coalesced_inplace", "broadcast_coalesced",
 ]
 
 
@@ -335,3 +335,33 @@ def barrier(comm=None):
         allreduce(token, token, ReduceOp.SUM, c)
         if token.is_cuda:
             torch.cuda.current_stream(token.device).synchronize()
+
+
+def _coalesced(primitive, tensors, run):
+    """`run(flat)` once per dtype and device of `tensors` (in their order: the
+    same on every rank), on the group flattened into one buffer, then the
+    result copied back into each tensor."""
+    groups = {}
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"bagua {primitive}: expected tensors, got {type(t).__name__}")
+        groups.setdefault((t.dtype, t.device), []).append(t)
+    for group in groups.values():
+        flat = torch._utils._flatten_dense_tensors(group)
+        run(flat)
+        with torch.no_grad():
+            for t, synced in zip(group, torch._utils._unflatten_dense_tensors(flat, group)):
+                t.copy_(synced)
+
+
+def allreduce_coalesced_inplace(tensors, op=ReduceOp.SUM, comm=None):
+    """allreduce_inplace of every tensor of `tensors`, one collective per
+    dtype and device (the original's, which took one dtype only)."""
+    _coalesced("allreduce_coalesced_inplace", tensors,
+               lambda flat: allreduce_inplace(flat, op, comm))
+
+
+def broadcast_coalesced(tensors, src=0, comm=None):
+    """broadcast of every tensor of `tensors` from rank `src`, one collective
+    per dtype and device."""
+    _coalesced("broadcast_coalesced", tensors, lambda flat: broadcast(flat, src, comm))

@@ -50,14 +50,26 @@ def _set_bagua_module_name(self, name):
     self._bagua_module_name = name
 
 
+class BaguaModule:
+    """What bagua.torch_api adds to every torch.nn.Module (the original's
+    class of the same name, whose members it copied onto torch.nn.Module)."""
+
+    with_bagua = with_bagua
+    bagua_module_name = property(_bagua_module_name, _set_bagua_module_name)
+    bagua_algorithm = property(lambda self: _engine(self).bagua_algorithm)
+    bagua_optimizers = property(lambda self: _engine(self).bagua_optimizers)
+    bagua_buckets = property(lambda self: _engine(self).bagua_buckets)
+
+
+_MEMBERS = ("with_bagua", "bagua_module_name", "bagua_algorithm", "bagua_optimizers",
+            "bagua_buckets")
+
+
 def install():
-    """Adds with_bagua and the bagua_* properties to torch.nn.Module."""
-    module = torch.nn.Module
-    module.with_bagua = with_bagua
-    module.bagua_module_name = property(_bagua_module_name, _set_bagua_module_name)
-    module.bagua_algorithm = property(lambda self: _engine(self).bagua_algorithm)
-    module.bagua_optimizers = property(lambda self: _engine(self).bagua_optimizers)
-    module.bagua_buckets = property(lambda self: _engine(self).bagua_buckets)
+    """Adds BaguaModule's members (with_bagua and the bagua_* properties) to
+    torch.nn.Module."""
+    for name in _MEMBERS:
+        setattr(torch.nn.Module, name, BaguaModule.__dict__[name])
 
 
 install()

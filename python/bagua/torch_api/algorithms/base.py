@@ -122,28 +122,44 @@ def _set_grad(param, tensor):
     param.grad = tensor
 
 
+class UnknownAlgorithmError(KeyError, ValueError):
+    """No algorithm has that name (a KeyError, as the original's registry
+    lookup raised; a ValueError, as this version's did)."""
+
+    def __str__(self):
+        return str(self.args[0])
+
+
 class _AlgorithmRegistry(dict):
     """name -> {"algorithm": class, "description": str}. Bagua's own
-    algorithms come from the runtime's registry (bagua.registry); users add
-    theirs with register()."""
+    algorithms come from the runtime's registry (bagua.registry) and are
+    looked up on demand (`name in`, `[name]`, get); users add theirs with
+    register()."""
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or name in registry_view.names()
+
+    def __getitem__(self, name):
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        if name in registry_view.names():
+            from .native import native_class
+
+            return {"algorithm": native_class(name),
+                    "description": registry_view.entry(name)["description"]}
+        raise UnknownAlgorithmError(f"unknown algorithm {name!r}; available: "
+                                    f"{', '.join(self.available_algorithms())}")
 
     def register(self, name, algorithm, description=None):
         if not isinstance(name, str) or not name:
             raise TypeError(f"an algorithm name must be a non-empty str, got {name!r}")
-        if name in self or name in registry_view.names():
+        if name in self:
             raise ValueError(f"algorithm {name!r} is already registered")
         self[name] = {"algorithm": algorithm, "description": description or ""}
 
     def get(self, name):
         """The class registered as `name` (Bagua's or a user's)."""
-        if name in self:
-            return self[name]["algorithm"]
-        if name in registry_view.names():
-            from .native import native_class
-
-            return native_class(name)
-        raise ValueError(f"unknown algorithm {name!r}; available: "
-                         f"{', '.join(self.available_algorithms())}")
+        return self[name]["algorithm"]
 
     def available_algorithms(self):
         return list(registry_view.available()) + list(self.keys())

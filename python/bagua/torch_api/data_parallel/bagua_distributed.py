@@ -75,11 +75,14 @@ def _fused(optimizers, algorithm, fused_optimizer):
 
 
 class BaguaDistributedDataParallel:
-    def __init__(self, module, optimizers, algorithm, process_group, bagua_module_name,
+    def __init__(self, module, optimizers, algorithm, process_group, bagua_module_name=None,
                  gradient_as_bucket_view=True, find_unused_parameters=False, bucket_bytes=None,
                  broadcast_buffers=True, timeout_s=None, fused_optimizer=False,
                  autotune=None):
         self.module = module
+        if bagua_module_name is None:  # the original's default
+            bagua_module_name = getattr(module, "_bagua_module_name",
+                                        f"{type(module).__name__}_{id(module)}")
         self.bagua_module_name = bagua_module_name
         self.bagua_optimizers = _fused(list(optimizers or []), algorithm, fused_optimizer)
         self.process_group = process_group

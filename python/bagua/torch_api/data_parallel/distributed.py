@@ -147,3 +147,25 @@ class DistributedDataParallel(torch.nn.Module):
     def close(self):
         """Removes the hooks; the wrapped module trains locally afterwards."""
         self.inner.close()
+
+
+# The original's names of the class (its DistributedDataParallel() built
+# one): PyTorch Lightning 1.5-1.9 import DistributedDataParallel_V1_9_0
+# whenever bagua is installed, and wrap the model with it by keyword.
+DistributedDataParallel_V1_9_0_Interface = DistributedDataParallel
+
+
+class DistributedDataParallel_V1_9_0(DistributedDataParallel):
+    """The original's signature: (module, optimizers, algorithm,
+    process_group=None, bagua_module_name=None, gradient_as_bucket_view=True,
+    find_unused_parameters=False)."""
+
+    def __init__(self, module, optimizers, algorithm, process_group=None,
+                 bagua_module_name=None, gradient_as_bucket_view=True,
+                 find_unused_parameters=False):
+        if bagua_module_name is not None:
+            module._bagua_module_name = bagua_module_name
+        super().__init__(module, process_group=process_group,
+                         find_unused_parameters=find_unused_parameters,
+                         gradient_as_bucket_view=gradient_as_bucket_view,
+                         optimizers=optimizers, algorithm=algorithm)

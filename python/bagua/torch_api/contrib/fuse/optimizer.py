@@ -384,3 +384,17 @@ def _zero_flat_grads(optimizer, fused):
 
 def is_fused(optimizer):
     return getattr(optimizer, "_bagua_fused", None) is not None
+
+
+def is_fused_optimizer(optimizer):
+    """The original's name of is_fused."""
+    return is_fused(optimizer)
+
+
+def fuse_step(optimizer, closure=None):
+    """The original's fused step: optimizer.step(closure) of an optimizer
+    that fuse_optimizer made fused."""
+    if not is_fused(optimizer):
+        raise ValueError("bagua fuse_step: the optimizer is not fused; call "
+                         "fuse_optimizer(optimizer) first")
+    return optimizer.step(closure)
