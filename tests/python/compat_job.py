@@ -35,7 +35,8 @@ def case_coalesced(rank, out):
     from bagua.torch_api.communication import allreduce_coalesced_inplace, broadcast_coalesced
 
     world = bagua.get_world_size()
-    specs = [((3,), torch.float32), ((2, 2), torch.int32), ((5,), torch.float32), ((1,), torch.int32)]
+    specs = [((3,), torch.float32), ((2, 2), torch.int32), ((5,), torch.float32),
+             ((1,), torch.int32)]
     summed = [values(rank, s, d) for s, d in specs]
     allreduce_coalesced_inplace(summed)
     want = [sum(values(r, s, d).to(torch.float64) for r in range(world)).to(d) for s, d in specs]
