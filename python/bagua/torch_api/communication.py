@@ -10,6 +10,7 @@ from .collectives import (ReduceOp, _call, _checked_across_ranks, _communicator,
                           _op_name, _prepare)
 from .process_group import (BaguaCommunicator, BaguaProcessGroup, _get_default_group,
                             from_torch_group, init_process_group, is_initialized, new_group)
+from .utils import apply_flattened_call
 
 __all__ = [
     "ReduceOp", "BaguaProcessGroup", "BaguaCommunicator", "new_group", "from_torch_group",
@@ -340,18 +341,15 @@ def barrier(comm=None):
 def _coalesced(primitive, tensors, run):
     """`run(flat)` once per dtype and device of `tensors` (in their order: the
     same on every rank), on the group flattened into one buffer, then the
-    result copied back into each tensor."""
+    result copied back into each tensor (utils.apply_flattened_call)."""
     groups = {}
     for t in tensors:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"bagua {primitive}: expected tensors, got {type(t).__name__}")
         groups.setdefault((t.dtype, t.device), []).append(t)
-    for group in groups.values():
-        flat = torch._utils._flatten_dense_tensors(group)
-        run(flat)
-        with torch.no_grad():
-            for t, synced in zip(group, torch._utils._unflatten_dense_tensors(flat, group)):
-                t.copy_(synced)
+    with torch.no_grad():
+        for group in groups.values():
+            apply_flattened_call(group, run)
 
 
 def allreduce_coalesced_inplace(tensors, op=ReduceOp.SUM, comm=None):
