@@ -76,6 +76,11 @@ class Worker {
   // Starts receiving into the buffers of `iov`, filled in order, up to their
   // total size (the array and its buffers must live until done).
   virtual void recv(int fd, const iovec* iov, int iovcnt) = 0;
+  // recv() for a receive that most likely finds nothing yet (the next header
+  // right after a message): a caller-driven engine tries it at its next turn
+  // instead of now, so the caller learns of the message it just finished
+  // one syscall sooner. Engines with threads start it at once.
+  virtual void recvLater(int fd, const iovec* iov, int iovcnt) { recv(fd, iov, iovcnt); }
   // Makes any pending operation on `fd` finish soon.
   virtual void cancel(int fd) = 0;
   // Calls the fd's handler's onTimer() after `delay` (at most one per fd).
@@ -119,6 +124,11 @@ class Engine {
   // call it holding a lock a handler takes (a comm's mutex). No-op for
   // engines with threads.
   virtual void progress() {}
+  // Caller-driven engines: progress(), but of the sockets only `fd`, which
+  // the caller waits on: one try of its pending receive and send instead of
+  // an epoll_wait over every socket, as NCCL's socket transport polls the
+  // socket of the request it tests. Other sockets move in progress().
+  virtual void progressFd(int /*fd*/) { progress(); }
 };
 
 // What an engine starts with (the plugin state fills it from the knobs).

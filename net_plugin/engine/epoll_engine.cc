@@ -16,7 +16,11 @@
 // try-lock, so the caller's isend/irecv/test do the socket I/O themselves,
 // as NCCL's socket transport does from its proxy thread when it has no
 // helper threads. Where CPUs are as few as the callers that spin on test(),
-// worker threads only compete with them for those CPUs.
+// worker threads only compete with them for those CPUs. progressFd() is
+// such a turn that tries one socket instead of waiting on all of them, and
+// a receive started with recvLater() is first tried at the next turn: on the
+// caller's thread every syscall between a message's last byte and test()'s
+// answer is latency.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -102,6 +106,20 @@ class EpollWorker final : public Worker {
     handleReady(0);
   }
 
+  // Caller-driven: a turn that tries only `fd`'s pending operations.
+  void progressFd(int fd) {
+    std::unique_lock<std::mutex> turn(turnMutex_, std::try_to_lock);
+    if (!turn.owns_lock()) return;
+    runReady(/*skipLater=*/fd);
+    auto it = fds_.find(fd);
+    if (it != fds_.end()) {
+      FdState& st = it->second;
+      if (st.sendIov != nullptr) trySend(fd, st);
+      if (st.recvIov != nullptr) tryRecv(fd, st);
+    }
+    deliver();
+  }
+
   void post(std::function<void()> task) override { tasks_.post(std::move(task)); }
 
   int attach(int fd, IoHandler* handler) override {
@@ -140,6 +158,17 @@ class EpollWorker final : public Worker {
     st.recvIov = iov;
     st.recvIovcnt = iovcnt;
     tryRecv(fd, st);
+  }
+
+  void recvLater(int fd, const iovec* iov, int iovcnt) override {
+    if (threaded_) {
+      recv(fd, iov, iovcnt);
+      return;
+    }
+    FdState& st = fds_.at(fd);
+    st.recvIov = iov;
+    st.recvIovcnt = iovcnt;
+    later_.push_back(fd);
   }
 
   void cancel(int fd) override {
@@ -227,10 +256,23 @@ class EpollWorker final : public Worker {
     }
   }
 
-  // Runs posted tasks and due timers and delivers completions.
-  void runReady() {
+  // Runs posted tasks and due timers, tries the receives recvLater() left
+  // for this turn (but `skipLater`'s, which the caller tries itself), and
+  // delivers completions. Every turn runs it first: a receive left for
+  // later has not met EAGAIN, so no edge would wake it.
+  void runReady(int skipLater = -1) {
     tasks_.runAll();
     fireTimers();
+    if (!later_.empty()) {
+      std::vector<int> later;
+      later.swap(later_);
+      for (int fd : later) {
+        auto it = fds_.find(fd);
+        if (fd != skipLater && it != fds_.end() && it->second.recvIov != nullptr) {
+          tryRecv(fd, it->second);
+        }
+      }
+    }
     deliver();
   }
 
@@ -289,6 +331,7 @@ class EpollWorker final : public Worker {
   std::thread thread_;
   std::unordered_map<int, FdState> fds_;
   std::vector<Completion> done_;
+  std::vector<int> later_;  // fds whose receive recvLater() left for the next turn
   std::multimap<Clock::time_point, int> timers_;  // deadline -> fd
 };
 
@@ -310,6 +353,9 @@ class EpollEngine final : public Engine {
   bool callerDriven() const override { return inline_; }
   void progress() override {
     if (inline_) workers_.front()->progress();
+  }
+  void progressFd(int fd) override {
+    if (inline_) workers_.front()->progressFd(fd);
   }
 
  private:

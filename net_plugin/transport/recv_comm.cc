@@ -24,6 +24,7 @@ RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     bool caller = i >= data;
+    if (caller) callerFd_ = fds[i].get();
     Worker* worker = caller ? openCallerEngine() : &nextWorker(*engine_);
     streams.push_back(std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]),
                                                    worker, caller));
@@ -51,8 +52,18 @@ Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
   }
   for (RecvStream* s : wake) s->worker().post([s] { s->resume(); });
   if (!wake.empty()) engine_->progress();  // caller-driven: read what waited
-  callerProgress();  // the message may be waiting on the caller stream already
+  progressCallerStream();  // the message may be waiting on the caller stream already
   return Status::kOk;
+}
+
+void RecvComm::progressCallerStream() {
+  if (!callerEngine_) return;
+  // This comm's socket first and alone: its receives are what the caller
+  // waits on (one recv where the data is there, not an epoll_wait first).
+  callerEngine_->progressFd(callerFd_);
+  // The process's other caller streams (a sender in this process whose
+  // peer's window opened) still move inside any comm's call, less often.
+  callerProgress(kCallerSweepIntervalNs);
 }
 
 RecvComm::Placement RecvComm::placeChunk(RecvStream* stream, const ChunkHeader& h, Request** out,
@@ -142,7 +153,7 @@ void RecvStream::start() {
   if (attachToWorker()) readHeader();
 }
 
-void RecvStream::readHeader(size_t ahead) {
+void RecvStream::readHeader(size_t ahead, bool afterChunk) {
   state_ = State::kHeader;
   dest_ = headerBytes_;
   want_ = sizeof(ChunkHeader);
@@ -150,11 +161,13 @@ void RecvStream::readHeader(size_t ahead) {
   if (got_ == want_) {
     parseHeader();
   } else {
-    readMore();
+    // Right after a chunk that brought none of the next header, the next
+    // chunk has most likely not been sent yet.
+    readMore(/*later=*/afterChunk && ahead == 0);
   }
 }
 
-void RecvStream::readMore() {
+void RecvStream::readMore(bool later) {
   recvPending_ = true;
   iov_[0] = {dest_ + got_, want_ - got_};
   int iovcnt = 1;
@@ -162,7 +175,11 @@ void RecvStream::readMore() {
     iov_[1] = {headerBytes_, sizeof(headerBytes_)};
     iovcnt = 2;
   }
-  worker_->recv(fd_.get(), iov_, iovcnt);
+  if (later) {
+    worker_->recvLater(fd_.get(), iov_, iovcnt);
+  } else {
+    worker_->recv(fd_.get(), iov_, iovcnt);
+  }
 }
 
 void RecvStream::chunkDone() {
@@ -190,7 +207,7 @@ void RecvStream::place() {
   }
   if (header_.len == 0) {
     chunkDone();
-    readHeader();
+    readHeader(0, /*afterChunk=*/true);
     return;
   }
   state_ = State::kPayload;
@@ -238,7 +255,7 @@ void RecvStream::onRecvDone(int result) {
   }
   if (state_ == State::kPayload) {
     chunkDone();
-    readHeader(ahead);
+    readHeader(ahead, /*afterChunk=*/true);
     return;
   }
   parseHeader();

@@ -30,7 +30,8 @@ class RecvStream;
 class RecvComm final : public Comm {
  public:
   // With `callerStream`, the last of `fds` is the caller stream: it belongs
-  // to the process's caller-driven engine, which irecv() and test() turn.
+  // to the process's caller-driven engine, which irecv() and test() turn
+  // for that socket alone (Engine::progressFd).
   RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
            bool callerStream);
 
@@ -62,6 +63,7 @@ class RecvComm final : public Comm {
     return !req->workerBytes.load(std::memory_order_acquire) ||
            anyStreamFinished_.load(std::memory_order_acquire);
   }
+  void progressCallerStream() override;
 
  private:
   // Under mutex_: some streams met EOF, every other one is parked, and a
@@ -74,7 +76,11 @@ class RecvComm final : public Comm {
   // not yet collected by test()), so slots never alias.
   static constexpr size_t kSlots = 2 * RequestPool::kCapacity;
 
+  // How often a receive's poll also turns every caller stream.
+  static constexpr int64_t kCallerSweepIntervalNs = 20'000;
+
   RequestPool pool_;
+  int callerFd_ = -1;                     // the caller stream's socket, or -1
   std::array<Request*, kSlots> slots_{};  // (mutex)
   uint64_t nextSeq_ = 0;                  // (mutex)
   std::vector<RecvStream*> parked_;       // (mutex)
@@ -98,9 +104,11 @@ class RecvStream final : public Stream {
   enum class State { kHeader, kPayload, kParked, kFinished, kFailed };
 
   // Starts on the next chunk's header, of which `ahead` bytes already
-  // arrived with the previous payload.
-  void readHeader(size_t ahead = 0);
-  void readMore();
+  // arrived with the previous payload (`afterChunk`: one just ended).
+  void readHeader(size_t ahead = 0, bool afterChunk = false);
+  // Reads on; `later`: the bytes most likely have not arrived yet
+  // (Worker::recvLater).
+  void readMore(bool later = false);
   // Parses a complete header, then places the chunk.
   void parseHeader();
   void place();
