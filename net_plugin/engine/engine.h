@@ -124,11 +124,6 @@ class Engine {
   // call it holding a lock a handler takes (a comm's mutex). No-op for
   // engines with threads.
   virtual void progress() {}
-  // Caller-driven engines: progress(), but of the sockets only `fd`, which
-  // the caller waits on: one try of its pending receive and send instead of
-  // an epoll_wait over every socket, as NCCL's socket transport polls the
-  // socket of the request it tests. Other sockets move in progress().
-  virtual void progressFd(int /*fd*/) { progress(); }
 };
 
 // What an engine starts with (the plugin state fills it from the knobs).

@@ -16,11 +16,10 @@
 // try-lock, so the caller's isend/irecv/test do the socket I/O themselves,
 // as NCCL's socket transport does from its proxy thread when it has no
 // helper threads. Where CPUs are as few as the callers that spin on test(),
-// worker threads only compete with them for those CPUs. progressFd() is
-// such a turn that tries one socket instead of waiting on all of them, and
-// a receive started with recvLater() is first tried at the next turn: on the
-// caller's thread every syscall between a message's last byte and test()'s
-// answer is latency.
+// worker threads only compete with them for those CPUs. A receive started
+// with recvLater() is first tried at the next turn: on the caller's thread
+// every syscall between a message's last byte and test()'s answer is
+// latency.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -104,20 +103,6 @@ class EpollWorker final : public Worker {
     if (!turn.owns_lock()) return;
     runReady();
     handleReady(0);
-  }
-
-  // Caller-driven: a turn that tries only `fd`'s pending operations.
-  void progressFd(int fd) {
-    std::unique_lock<std::mutex> turn(turnMutex_, std::try_to_lock);
-    if (!turn.owns_lock()) return;
-    runReady(/*skipLater=*/fd);
-    auto it = fds_.find(fd);
-    if (it != fds_.end()) {
-      FdState& st = it->second;
-      if (st.sendIov != nullptr) trySend(fd, st);
-      if (st.recvIov != nullptr) tryRecv(fd, st);
-    }
-    deliver();
   }
 
   void post(std::function<void()> task) override { tasks_.post(std::move(task)); }
@@ -257,22 +242,17 @@ class EpollWorker final : public Worker {
   }
 
   // Runs posted tasks and due timers, tries the receives recvLater() left
-  // for this turn (but `skipLater`'s, which the caller tries itself), and
-  // delivers completions. Every turn runs it first: a receive left for
-  // later has not met EAGAIN, so no edge would wake it.
-  void runReady(int skipLater = -1) {
+  // for this turn and delivers completions. Every turn runs it first: a
+  // receive left for later has not met EAGAIN, so no edge would wake it.
+  void runReady() {
     tasks_.runAll();
     fireTimers();
-    if (!later_.empty()) {
-      std::vector<int> later;
-      later.swap(later_);
-      for (int fd : later) {
-        auto it = fds_.find(fd);
-        if (fd != skipLater && it != fds_.end() && it->second.recvIov != nullptr) {
-          tryRecv(fd, it->second);
-        }
-      }
+    // tryRecv() only queues completions: nothing adds to later_ here.
+    for (int fd : later_) {
+      auto it = fds_.find(fd);
+      if (it != fds_.end() && it->second.recvIov != nullptr) tryRecv(fd, it->second);
     }
+    later_.clear();
     deliver();
   }
 
@@ -353,9 +333,6 @@ class EpollEngine final : public Engine {
   bool callerDriven() const override { return inline_; }
   void progress() override {
     if (inline_) workers_.front()->progress();
-  }
-  void progressFd(int fd) override {
-    if (inline_) workers_.front()->progressFd(fd);
   }
 
  private:

@@ -15,6 +15,9 @@ namespace {
 // under the worker's feet. Shutdown makes this practically unreachable.
 constexpr auto kCloseTimeout = std::chrono::seconds(30);
 
+// Polls of the caller engine closer together than this find little new.
+constexpr int64_t kCallerPollIntervalNs = 1000;
+
 // Every caller stream of the process belongs to one caller-driven engine, so
 // that one epoll_wait looks at all of them: NCCL's proxy tests each request
 // in flight in turn, and a poll per comm made its loop slow.
@@ -60,10 +63,12 @@ Worker* Comm::openCallerEngine() {
   return &callerEngine_->worker(0);
 }
 
-void Comm::callerProgress(int64_t minIntervalNs) {
+void Comm::callerProgress(bool throttled) {
   if (!callerEngine_) return;
   int64_t now = steadyNs();
-  if (now - lastCallerPollNs.load(std::memory_order_relaxed) < minIntervalNs) return;
+  if (throttled && now - lastCallerPollNs.load(std::memory_order_relaxed) < kCallerPollIntervalNs) {
+    return;
+  }
   lastCallerPollNs.store(now, std::memory_order_relaxed);
   callerEngine_->progress();
 }
@@ -73,7 +78,7 @@ Status Comm::test(Request* req, int* done, int* size) {
   // the caller's poll.
   if (!req->done.load(std::memory_order_acquire)) {
     engine_->progress();
-    if (callerEngine_ && mayUseCallerStream(req)) progressCallerStream();
+    if (callerEngine_ && mayUseCallerStream(req)) callerProgress(/*throttled=*/true);
   }
   if (req->done.load(std::memory_order_acquire)) {
     *done = 1;

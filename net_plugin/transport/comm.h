@@ -69,19 +69,13 @@ class Comm : public StreamOwner {
   // belongs.
   Worker* openCallerEngine();
   // Moves the bytes of every caller stream of the process (one epoll_wait),
-  // on the calling thread, unless another thread is doing so; skipped when
-  // some caller did so within the last `minIntervalNs` (test() is polled in a
-  // loop over every request in flight). Never with mutex_ held.
-  void callerProgress(int64_t minIntervalNs = 0);
+  // on the calling thread, unless another thread is doing so; `throttled`
+  // skips it when some caller did so within the last microsecond (test() is
+  // polled in a loop over every request in flight). Never with mutex_ held.
+  void callerProgress(bool throttled = false);
   // Whether `req`, unfinished, may be waiting on the caller stream (test()
   // then turns it).
   virtual bool mayUseCallerStream(const Request* req) const = 0;
-  // What test() does for such a request: callerProgress() at most once a
-  // microsecond.
-  virtual void progressCallerStream() { callerProgress(kCallerPollIntervalNs); }
-
-  // Polls of the caller engine closer together than this find little new.
-  static constexpr int64_t kCallerPollIntervalNs = 1000;
   // Under mutex_: returns a finished request to the pool.
   virtual void releaseLocked(Request* req) = 0;
   // Under mutex_: true when any posted request still waits for bytes.

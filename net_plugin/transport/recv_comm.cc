@@ -24,7 +24,6 @@ RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     bool caller = i >= data;
-    if (caller) callerFd_ = fds[i].get();
     Worker* worker = caller ? openCallerEngine() : &nextWorker(*engine_);
     streams.push_back(std::make_unique<RecvStream>(this, static_cast<int>(i), std::move(fds[i]),
                                                    worker, caller));
@@ -52,18 +51,8 @@ Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
   }
   for (RecvStream* s : wake) s->worker().post([s] { s->resume(); });
   if (!wake.empty()) engine_->progress();  // caller-driven: read what waited
-  progressCallerStream();  // the message may be waiting on the caller stream already
+  callerProgress();  // the message may be waiting on the caller stream already
   return Status::kOk;
-}
-
-void RecvComm::progressCallerStream() {
-  if (!callerEngine_) return;
-  // This comm's socket first and alone: its receives are what the caller
-  // waits on (one recv where the data is there, not an epoll_wait first).
-  callerEngine_->progressFd(callerFd_);
-  // The process's other caller streams (a sender in this process whose
-  // peer's window opened) still move inside any comm's call, less often.
-  callerProgress(kCallerSweepIntervalNs);
 }
 
 RecvComm::Placement RecvComm::placeChunk(RecvStream* stream, const ChunkHeader& h, Request** out,

@@ -30,8 +30,7 @@ class RecvStream;
 class RecvComm final : public Comm {
  public:
   // With `callerStream`, the last of `fds` is the caller stream: it belongs
-  // to the process's caller-driven engine, which irecv() and test() turn
-  // for that socket alone (Engine::progressFd).
+  // to the process's caller-driven engine, which irecv() and test() turn.
   RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine> engine,
            bool callerStream);
 
@@ -63,7 +62,6 @@ class RecvComm final : public Comm {
     return !req->workerBytes.load(std::memory_order_acquire) ||
            anyStreamFinished_.load(std::memory_order_acquire);
   }
-  void progressCallerStream() override;
 
  private:
   // Under mutex_: some streams met EOF, every other one is parked, and a
@@ -76,11 +74,7 @@ class RecvComm final : public Comm {
   // not yet collected by test()), so slots never alias.
   static constexpr size_t kSlots = 2 * RequestPool::kCapacity;
 
-  // How often a receive's poll also turns every caller stream.
-  static constexpr int64_t kCallerSweepIntervalNs = 20'000;
-
   RequestPool pool_;
-  int callerFd_ = -1;                     // the caller stream's socket, or -1
   std::array<Request*, kSlots> slots_{};  // (mutex)
   uint64_t nextSeq_ = 0;                  // (mutex)
   std::vector<RecvStream*> parked_;       // (mutex)
