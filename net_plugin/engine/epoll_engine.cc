@@ -138,21 +138,14 @@ class EpollWorker final : public Worker {
     trySend(fd, st);
   }
 
-  void recv(int fd, const iovec* iov, int iovcnt) override {
-    FdState& st = fds_.at(fd);
-    st.recvIov = iov;
-    st.recvIovcnt = iovcnt;
-    tryRecv(fd, st);
-  }
+  void recv(int fd, const iovec* iov, int iovcnt) override { tryRecv(fd, armRecv(fd, iov, iovcnt)); }
 
   void recvLater(int fd, const iovec* iov, int iovcnt) override {
     if (threaded_) {
       recv(fd, iov, iovcnt);
       return;
     }
-    FdState& st = fds_.at(fd);
-    st.recvIov = iov;
-    st.recvIovcnt = iovcnt;
+    armRecv(fd, iov, iovcnt);
     later_.push_back(fd);
   }
 
@@ -199,6 +192,14 @@ class EpollWorker final : public Worker {
     Clock::time_point now = Clock::now();
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - now);
     return static_cast<int>(std::max<long long>(0, left.count() + 1));
+  }
+
+  // Makes `iov` the fd's pending receive.
+  FdState& armRecv(int fd, const iovec* iov, int iovcnt) {
+    FdState& st = fds_.at(fd);
+    st.recvIov = iov;
+    st.recvIovcnt = iovcnt;
+    return st;
   }
 
   // Ends the operation whose iovec pointer is *pending.

@@ -10,11 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <string>
-#include <utility>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "net_plugin/engine/engine.h"
@@ -195,6 +195,23 @@ TEST_F(InlineEngine, AReceiveLeftForLaterFindsBytesWhoseEdgeWasAlreadyTaken) {
   engine->progress();
   ASSERT_EQ(reader.results, (std::vector<int>{8, 8}));
   EXPECT_EQ(std::string(in, 8), "message2");
+}
+
+// A peer that closes right after a message: the receive left for later
+// meets the end of stream at the next turn (0), as an immediate one would.
+TEST_F(InlineEngine, AReceiveLeftForLaterSeesThePeerClose) {
+  worker.post([this] {
+    ASSERT_EQ(worker.attach(pair[1], &reader), 0);
+    worker.recv(pair[1], &iov, 1);
+  });
+  engine->progress();
+  reader.next = [this] { worker.recvLater(pair[1], &iov, 1); };
+  ASSERT_EQ(::write(pair[0], "message1", 8), 8);
+  ::shutdown(pair[0], SHUT_WR);
+  engine->progress();
+  ASSERT_EQ(reader.results, std::vector<int>{8});
+  engine->progress();
+  EXPECT_EQ(reader.results, (std::vector<int>{8, 0}));
 }
 
 }  // namespace
