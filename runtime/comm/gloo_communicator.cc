@@ -2,6 +2,7 @@
 // operation, and point to point (the collectives: gloo_collectives.cc).
 #include "runtime/comm/gloo_communicator.h"
 
+#include <gloo/barrier.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -91,6 +92,13 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, Options opt
     GlooStoreAdapter adapter(store, options_.timeout);
     gloo::rendezvous::PrefixStore prefixed(options_.prefix, adapter);
     context->connectFullMesh(prefixed, device);
+    // A rank's connectFullMesh can return while a peer's is still reading
+    // the handshake; a rank that then closed at once (its first step threw,
+    // say) failed that peer's constructor with "Connection closed by peer"
+    // (8% of runs under load). After this barrier every rank is connected.
+    gloo::BarrierOptions connected(context);
+    connected.setTimeout(options_.timeout);
+    gloo::barrier(connected);
     context_ = context;
   } catch (const bagua::Error&) {
     throw;

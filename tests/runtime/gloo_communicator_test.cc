@@ -157,6 +157,20 @@ TEST(GlooFaults, APeerThatNeverJoinsTimesOutAndLaterSendsFailAtOnce) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+// A rank that leaves right after connecting (its first step threw, say)
+// must not fail a peer whose constructor is still finishing its handshake:
+// without the constructor's barrier this failed 8% of tries under load with
+// "Connection closed by peer". 40 tries in a row, each with fresh prefixes.
+TEST(GlooFaults, ARankThatLeavesRightAfterConnectingDoesNotFailItsPeer) {
+  auto outcomes = runRanks(3, [](int rank, int size, Store& store) {
+    for (int attempt = 0; attempt < 40; ++attempt) {
+      GlooCommunicator comm(store, rank, size, loopbackGloo("leave" + std::to_string(attempt)));
+    }
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 TEST(GlooFaults, BadPeerIndexIsRejected) {
   auto outcomes = runRanks(1, [](int rank, int size, Store& store) {
     GlooCommunicator comm(store, rank, size, loopbackGloo());
