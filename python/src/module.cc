@@ -127,6 +127,11 @@ NB_MODULE(_C, m) {
            "recv_bytes"_a, "recv_offsets"_a, "stream"_a = 0, release,
            "send_bytes[j] bytes at in_ptr + send_offsets[j] go to rank j; recv_bytes[j] bytes "
            "from rank j land at out_ptr + recv_offsets[j] (one entry per rank).")
+      .def("allreduce_minmax_uint8", &PG::allreduceMinMaxUInt8, "ptr"_a, "count"_a, "dtype"_a,
+           "average"_a = true, "stream"_a = 0, release,
+           "Averages (average=False: sums) count elements in place in 8 bits: Bagua's "
+           "MinMaxUInt8 (ByteGrad's alltoall, reduce, allgather); count must be a multiple of "
+           "size.")
       .def("send", &PG::send, "ptr"_a, "nbytes"_a, "peer"_a, "stream"_a = 0, release,
            "Sends nbytes at ptr to rank peer (matched in order with its recv).")
       .def("recv", &PG::recv, "ptr"_a, "nbytes"_a, "peer"_a, "stream"_a = 0, release,

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,6 +83,11 @@ class ProcessGroup {
                  const std::vector<size_t>& sendOffsets, uintptr_t out,
                  const std::vector<size_t>& recvBytes, const std::vector<size_t>& recvOffsets,
                  uintptr_t stream);
+  // The original's append_centralized_synchronous_op(compression="MinMaxUInt8"):
+  // count elements (a multiple of size()) averaged (or summed) in 8 bits,
+  // ByteGrad's steps and math (compressed_allreduce.cc), ordered as above.
+  void allreduceMinMaxUInt8(uintptr_t ptr, size_t count, const std::string& dtype, bool average,
+                            uintptr_t stream);
   void send(uintptr_t ptr, size_t nbytes, int peer, uintptr_t stream);
   void recv(uintptr_t ptr, size_t nbytes, int peer, uintptr_t stream);
   // Blocks until every rank entered it (both kinds of group).
@@ -109,6 +115,13 @@ class ProcessGroup {
   std::shared_ptr<CountingCommunicator> comm_;  // raw_, counted
   std::shared_ptr<DeviceOps> ops_;
   std::chrono::milliseconds timeout_{0};
+  // allreduceMinMaxUInt8's ByteGrads and their one-bucket layouts, one per
+  // (count, dtype, average): their scratch stays allocated between calls
+  // (the group's operations are ordered, so one call's scratch is free for
+  // the next) and outlives work the host did not wait for (CUDA).
+  struct Compressor;
+  std::mutex compressorsMutex_;
+  std::map<std::tuple<size_t, DType, bool>, std::shared_ptr<Compressor>> compressors_;
   std::mutex lastMutex_;
   std::shared_ptr<Work> last_;  // CUDA: the latest operation, polled for errors
 };

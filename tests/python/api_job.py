@@ -9,7 +9,9 @@ no_sync        DDP class: 2 micro-batches under no_sync() + 1 outside give the
                average over ranks of the summed local gradients, with one
                communication.
 custom         a user-defined algorithm (gradient allreduce in a few lines of
-               Python ops, registered by name) trains like the built-in one.
+               Python ops, registered by name) trains like the built-in one;
+               one with compression="MinMaxUInt8" (the original's ByteGrad
+               ops) leaves 8-bit averaged gradients.
 sync_bn        SyncBatchNorm equals one BatchNorm over every rank's batch
                (outputs, running statistics, input gradients).
 ddp_args       DDP's keyword arguments: device_ids=None, bucket_cap_mb,
@@ -27,6 +29,7 @@ import torch.distributed as dist
 import bagua.torch_api as bagua
 from bagua.torch_api.algorithms import Algorithm, AlgorithmImpl, GlobalAlgorithmRegistry
 from bagua.torch_api.algorithms import gradient_allreduce
+from bagua.torch_api.bucket import BaguaBucket
 from bagua.torch_api.contrib import SyncBatchNorm
 from bagua.torch_api.data_parallel import DistributedDataParallel
 
@@ -144,6 +147,44 @@ class UserAllreduce(Algorithm):
         return UserAllreduceImpl(process_group)
 
 
+class UserByteGradImpl(AlgorithmImpl):
+    """The original's ByteGradAlgorithmImpl.init_operations, as users copied it."""
+
+    def init_operations(self, bagua_ddp, bucket):
+        bucket.clear_ops()
+        bucket.append_centralized_synchronous_op(
+            hierarchical=False, average=True, scattergather=True, compression="MinMaxUInt8",
+            group=self.process_group)
+
+
+class UserByteGrad(Algorithm):
+    def reify(self, process_group):
+        return UserByteGradImpl(process_group)
+
+
+def compressed_gradients(rank, out):
+    """One backward under UserByteGrad: the gradients it leaves, and the
+    exact mean of every rank's local gradients."""
+    net = model()
+    net.with_bagua([torch.optim.SGD(net.parameters(), lr=0.1)], UserByteGrad())
+    x, y = batch(rank)
+    torch.nn.functional.cross_entropy(net(x), y).backward()
+    out["compressed"] = flat(p.grad for p in net.parameters())
+    local = model()
+    torch.nn.functional.cross_entropy(local(x), y).backward()
+    mine = torch.tensor(flat(p.grad for p in local.parameters()))
+    everyone = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, mine)
+    out["exact_mean"] = (sum(everyone) / len(everyone)).tolist()
+    out["value_range"] = (torch.stack(everyone).max() - torch.stack(everyone).min()).item()
+    try:
+        BaguaBucket([], "b").append_centralized_synchronous_op(
+            compression="zstd")
+        out["bad_codec_error"] = None
+    except ValueError as e:
+        out["bad_codec_error"] = str(e)
+
+
 def train(net, algorithm, rank, steps=5):
     opt = torch.optim.SGD(net.parameters(), lr=0.2)
     net.with_bagua([opt], algorithm)
@@ -160,6 +201,7 @@ def case_custom(rank, out):
     out["listed"] = "user_allreduce" in GlobalAlgorithmRegistry.available_algorithms()
     out["user"] = train(model(), Algorithm.init("user_allreduce"), rank)
     out["builtin"] = train(model(), Algorithm.init("gradient_allreduce"), rank)
+    compressed_gradients(rank, out)
 
 
 def case_sync_bn(rank, out):

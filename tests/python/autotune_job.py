@@ -7,6 +7,8 @@ compare    autotune from a bad start (--start-mb) over its budget; then the
            rebuild (step, bucket bytes); rank 0 saves the state, and a new
            engine with autotune=<that file> must start at its winner
            without searching.
+env        $BAGUA_AUTOTUNE=1 (--autotune_level 1): autotune=None searches,
+           autotune=False does not, async trains untuned with a warning.
 errors     rank 0 autotune=True, rank 1 autotune=None: ValueError on both;
            then rank 1 applies another bucket size than rank 0 decided: the
            RuntimeError on both ranks (not a hang); then autotune with async:
@@ -168,6 +170,27 @@ def case_errors(args, rank, out):
         out["unsupported_error"] = None
     except ValueError as error:
         out["unsupported_error"] = str(error)
+
+
+def case_env(args, rank, out):
+    """$BAGUA_AUTOTUNE=1, what the launchers' --autotune_level 1 sets: an
+    engine built without autotune= searches, autotune=False stays off, and
+    an algorithm that cannot be tuned trains untuned (a warning, no error:
+    the original's scripts ran with any algorithm under that flag)."""
+    os.environ["BAGUA_AUTOTUNE"] = "1"
+    try:
+        for name, autotune in (("env_default", None), ("env_false", False)):
+            ddp, opt, rebuilds = wrap(args, args.start_mb, autotune)
+            steps(ddp, opt, 10, args)
+            out[name] = {"status": ddp.autotune_state()["status"], "rebuilt": bool(rebuilds)}
+            ddp.close()
+        model = build(args)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        ddp = DistributedDataParallel(model, optimizers=[opt], algorithm="async")
+        out["env_async"] = ddp.autotune_state()["status"]
+        ddp.close()
+    finally:
+        del os.environ["BAGUA_AUTOTUNE"]
 
 
 def case_hier(args, rank, out):

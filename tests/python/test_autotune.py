@@ -113,7 +113,7 @@ def test_bad_autotune_arguments_name_the_value(tmp_path):
 def job(tmp_path_factory):
     """One 2-process job for the tests below (one start of Python and torch)."""
     prefix = str(tmp_path_factory.mktemp("autotune") / "job")
-    result = run_ranks("autotune_job.py", 2, ["--case", "compare,errors", "--out", prefix],
+    result = run_ranks("autotune_job.py", 2, ["--case", "compare,env,errors", "--out", prefix],
                       timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     return load_ranks(prefix, 2), result
@@ -157,6 +157,17 @@ def test_disagreements_and_unsupported_algorithms_are_errors_on_every_rank(job):
         assert ranks[r]["disagree_seconds"] < 30  # an error, not a hang
         assert "autotune with AsyncModelAverageAlgorithmImpl: it averages the weights in the " \
             "background" in ranks[r]["unsupported_error"]
+
+
+def test_autotune_level_from_the_launcher_tunes_engines_built_without_autotune(job):
+    ranks, result = job
+    for r in ranks:
+        assert r["env_default"]["status"] == "searching", r["env_default"]
+        assert r["env_false"] == {"status": "off", "rebuilt": False}, r["env_false"]
+        assert r["env_async"] == "off"
+    assert "bagua autotune: on: $BAGUA_AUTOTUNE=1 (--autotune_level)" in result.stderr
+    assert "bagua autotune: off: $BAGUA_AUTOTUNE=1 asks for it, but not with " \
+        "AsyncModelAverageAlgorithmImpl" in result.stderr
 
 
 def test_hierarchical_is_tuned_across_nodes(outdir):

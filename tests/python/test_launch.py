@@ -132,15 +132,28 @@ def test_net_plugin_path_override(monkeypatch, tmp_path):
 def test_launch_ignored_arguments_warn_once(outdir):
     prefix = os.path.join(outdir, "w")
     res = launch("--nproc_per_node", "1", "--master_port", str(free_port()),
-                 "--autotune_level", "1", "--report_metrics", "--bagua_service_port", "30001",
-                 "--autotune_warmup_time", "30", "--host_list", "a,b",
+                 "--autotune_max_samples", "10", "--report_metrics", "--bagua_service_port",
+                 "30001", "--autotune_warmup_time", "30", "--host_list", "a,b",
                  WORKER, "--out", prefix)
     assert res.returncode == 0, res.stderr[-3000:]
     (line,) = warnings_in(res.stderr)
-    for name in ("--autotune_level", "--report_metrics", "--bagua_service_port", "--host_list"):
+    for name in ("--autotune_max_samples", "--report_metrics", "--bagua_service_port",
+                 "--host_list"):
         assert name in line
     assert "--autotune_warmup_time" not in line  # its default value
-    assert load_ranks(prefix, 1)[0]["RANK"] == "0"
+    (rank0,) = load_ranks(prefix, 1)
+    assert rank0["RANK"] == "0" and rank0["BAGUA_AUTOTUNE"] is None
+
+
+def test_launch_autotune_level_turns_autotune_on_in_the_workers(outdir):
+    prefix = os.path.join(outdir, "w")
+    res = launch("--nproc_per_node", "1", "--master_port", str(free_port()),
+                 "--autotune_level", "1", WORKER, "--out", prefix)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert warnings_in(res.stderr) == []
+    assert load_ranks(prefix, 1)[0]["BAGUA_AUTOTUNE"] == "1"
+    bad = launch("--nproc_per_node", "1", "--autotune_level", "-1", WORKER, "--out", prefix)
+    assert bad.returncode != 0 and "--autotune_level must be 0 or more, got -1" in bad.stderr
 
 
 @pytest.mark.parametrize("launcher", ["launch", "run"])
@@ -201,10 +214,10 @@ def test_run_standalone_with_bagua_arguments(tmp_path):
         assert r["WORLD_SIZE"] == "2"
         assert r["BAGUA_DEFAULT_BUCKET_SIZE"] == "4096"
         assert r["NCCL_NET_PLUGIN"] == plugin and r["NCCL_NET"] == "Bagua"
+        assert r["BAGUA_AUTOTUNE"] == "2"
         # The script's own arguments are left alone, even with a Bagua name.
         assert r["argv"] == [WORKER, "--out", prefix, "--default_bucket_size", "7"]
-    (line,) = warnings_in(res.stderr)
-    assert "--autotune_level" in line
+    assert warnings_in(res.stderr) == []
 
 
 def test_run_elastic_c10d_rendezvous(outdir):

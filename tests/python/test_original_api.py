@@ -137,6 +137,13 @@ def test_user_defined_algorithm_from_python(outdir):
         assert torch.allclose(torch.tensor(r["user"]), torch.tensor(r["builtin"]),
                               rtol=1e-5, atol=1e-6)
     assert ranks[0]["user"] == ranks[1]["user"]
+    # compression="MinMaxUInt8": the same values on every rank, within two
+    # 8-bit quantization steps of the exact mean, and not exact (compressed).
+    assert ranks[0]["compressed"] == ranks[1]["compressed"]
+    got, mean = torch.tensor(ranks[0]["compressed"]), torch.tensor(ranks[0]["exact_mean"])
+    error = (got - mean).abs().max().item()
+    assert 0 < error <= 2 * ranks[0]["value_range"] / 255, (error, ranks[0]["value_range"])
+    assert "the only codec is \"MinMaxUInt8\"" in ranks[0]["bad_codec_error"]
 
 
 @pytest.mark.parametrize("nproc", [2, 3])

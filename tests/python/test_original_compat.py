@@ -74,6 +74,14 @@ def test_original_names_import_and_behave():
         GlobalAlgorithmRegistry["nope"]
     with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
         GlobalAlgorithmRegistry.get("nope")
+    # ... and iterating it lists them (the original's was a dict of all):
+    # for name in registry, keys(), items(), len(), as argparse choices.
+    original_six = {"gradient_allreduce", "bytegrad", "qadam", "decentralized",
+                    "low_precision_decentralized", "async"}
+    assert original_six <= set(GlobalAlgorithmRegistry)
+    assert list(GlobalAlgorithmRegistry.keys()) == list(GlobalAlgorithmRegistry)
+    assert len(GlobalAlgorithmRegistry) == len(list(GlobalAlgorithmRegistry))
+    assert dict(GlobalAlgorithmRegistry.items())["bytegrad"]["algorithm"] is ByteGradAlgorithm
     # fused optimizer, under the original's names
     w = torch.nn.Parameter(torch.ones(3))
     opt = torch.optim.SGD([w], lr=0.5)

@@ -100,6 +100,40 @@ def test_torch_distributed_reduce_ops_map_by_name():
         _op_name(42)
 
 
+# The original's bagua/torch_api/env.py: every getter, with its defaults.
+ORIGINAL_ENV_DEFAULTS = {
+    "get_world_size": 1, "get_rank": 0, "get_local_rank": 0, "get_local_size": 1,
+    "get_node_rank": 0, "get_default_bucket_size": 10 * 1024**2,
+    "get_master_addr": "127.0.0.1", "get_bagua_service_port": -1,
+    "is_report_metrics_switch_on": False, "get_autotune_level": 0,
+    "get_autotune_max_samples": 60, "get_autotune_sampling_confidence_time_s": 5.0,
+    "get_autotune_warmup_time_s": 30.0, "get_is_output_autotune_log": False,
+    "get_autotune_server_wait_time": 300, "_is_elastic_launched": False,
+}
+
+
+def test_the_originals_environment_getters_keep_their_defaults(monkeypatch):
+    from bagua.torch_api import env
+
+    for name in list(os.environ):
+        if name.startswith("BAGUA_") or name in ("WORLD_SIZE", "RANK", "LOCAL_RANK",
+                                                 "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+                                                 "MASTER_ADDR"):
+            monkeypatch.delenv(name)
+    got = {name: getattr(env, name)() for name in ORIGINAL_ENV_DEFAULTS}
+    assert got == ORIGINAL_ENV_DEFAULTS
+    monkeypatch.setenv("BAGUA_AUTOTUNE", "1")
+    monkeypatch.setenv("BAGUA_REPORT_METRICS", "1")
+    monkeypatch.setenv("BAGUA_SERVICE_PORT", "29501")
+    assert env.get_autotune_level() == 1 and env.is_report_metrics_switch_on()
+    assert env.get_bagua_service_port() == 29501
+    monkeypatch.setenv("BAGUA_AUTOTUNE", "yes")
+    with pytest.raises(ValueError, match=r"\$BAGUA_AUTOTUNE='yes' is not an integer"):
+        env.get_autotune_level()
+    port = env.find_free_network_port()
+    assert 0 < port < 65536
+
+
 def test_malformed_environment_numbers_are_named(monkeypatch):
     """An empty or malformed BAGUA_DEFAULT_BUCKET_SIZE / BAGUA_TIMEOUT_S is an
     error naming the variable (int() and float() named only the text)."""

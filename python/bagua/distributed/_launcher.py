@@ -13,11 +13,11 @@ from .. import env as _env
 
 # Arguments of the original launchers that belonged to its autotune service
 # and metrics reporting. That feature is redesigned (autotuning in the training
-# process, not a service started by the launcher); they are accepted so that
-# existing command lines still work, and named in one warning when set.
+# process, not a service started by the launcher): --autotune_level still
+# turns it on (worker_env), the rest are accepted so that existing command
+# lines still work, and named in one warning when set.
 IGNORED_DEFAULTS = {
     "bagua_service_port": 29501,
-    "autotune_level": 0,
     "is_output_autotune_log": False,
     "report_metrics": False,
     "autotune_max_samples": 60,
@@ -44,7 +44,10 @@ def add_bagua_arguments(parser):
         "--bagua_service_port", type=int, default=29501,
         help="Ignored (the original's autotune service port).")
     group.add_argument(
-        "--autotune_level", type=int, default=0, help="Ignored (the original's autotune service).")
+        "--autotune_level", type=int, default=0,
+        help="Above 0: the workers' engines autotune their bucket size (or local SGD's and "
+        "DiLoCo's sync_every) in process unless the script passes autotune= itself; passed as "
+        "BAGUA_AUTOTUNE (default: %(default)s, off).")
     group.add_argument(
         "--is_output_autotune_log", action="store_true", default=False,
         help="Ignored (the original's autotune service).")
@@ -92,7 +95,12 @@ def worker_env(args, prog):
     if args.default_bucket_size <= 0:
         raise SystemExit(f"{prog}: error: --default_bucket_size must be positive, got "
                          f"{args.default_bucket_size}")
+    if args.autotune_level < 0:
+        raise SystemExit(f"{prog}: error: --autotune_level must be 0 or more, got "
+                         f"{args.autotune_level}")
     env = {"BAGUA_DEFAULT_BUCKET_SIZE": str(args.default_bucket_size)}
+    if args.autotune_level > 0:
+        env["BAGUA_AUTOTUNE"] = str(args.autotune_level)
     # torchrun's c10d rendezvous shares its TCP store with the workers by
     # default, and a restarted worker then reads the previous attempt's keys
     # (peer addresses, NCCL ids) from it and fails to connect or hangs
@@ -111,7 +119,7 @@ def worker_env(args, prog):
 
 def strip_bagua_arguments(args):
     """Removes the Bagua arguments from a parsed namespace (torchrun's remain)."""
-    for name in ["enable_bagua_net", "default_bucket_size", *IGNORED_DEFAULTS]:
+    for name in ["enable_bagua_net", "default_bucket_size", "autotune_level", *IGNORED_DEFAULTS]:
         if hasattr(args, name):
             delattr(args, name)
     return args

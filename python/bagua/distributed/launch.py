@@ -16,8 +16,10 @@ BAGUA_DEFAULT_BUCKET_SIZE. ``--enable_bagua_net`` sets NCCL_NET_PLUGIN to the
 plugin shipped in this package and NCCL_NET=Bagua. ``--set_additional_flag``
 passes ``--local_rank=<LOCAL_RANK>`` to the script, as the original did
 (through bagua.distributed._with_local_rank). ``--logdir D`` becomes
-torchrun's ``--log-dir D --redirects 3`` (files under torchrun's layout). The
-autotune and metrics arguments, and ``--host_list``/``--ssh_port`` (which the
+torchrun's ``--log-dir D --redirects 3`` (files under torchrun's layout).
+``--autotune_level N`` (N > 0) sets BAGUA_AUTOTUNE=N: the workers' engines
+tune themselves unless the script passes ``autotune=``. The other autotune
+and metrics arguments, and ``--host_list``/``--ssh_port`` (which the
 original accepted and never used), are accepted and ignored with a warning.
 The exit status is 0, or the first failed worker's. See docs/launchers.md.
 """
@@ -29,7 +31,7 @@ from ._launcher import add_bagua_arguments, run_torchrun, warn_ignored, worker_e
 
 PROG = "bagua.distributed.launch"
 
-# Accepted and ignored, besides the autotune ones (see _launcher.IGNORED_DEFAULTS).
+# Accepted and ignored, besides the service's (see _launcher.IGNORED_DEFAULTS).
 _LAUNCH_IGNORED = (("host_list", None), ("ssh_port", None))
 
 

@@ -10,8 +10,11 @@ CPU without one; ``--max-restarts 3``), plus:
 - ``--enable_bagua_net``: NCCL_NET_PLUGIN = the plugin shipped in this
   package (absolute path), NCCL_NET=Bagua;
 - ``--default_bucket_size BYTES``: BAGUA_DEFAULT_BUCKET_SIZE for the workers;
-- ``--bagua_service_port``, ``--autotune_*``, ``--is_output_autotune_log``,
-  ``--report_metrics``: accepted and ignored, with one warning;
+- ``--autotune_level N``: N > 0 sets BAGUA_AUTOTUNE=N, and the workers'
+  engines tune themselves unless the script passes ``autotune=``;
+- ``--bagua_service_port``, the other ``--autotune_*``,
+  ``--is_output_autotune_log``, ``--report_metrics``: accepted and ignored,
+  with one warning;
 - ``--use_env``: accepted, no effect (the original's was always on: the local
   rank is in $LOCAL_RANK).
 

@@ -4,6 +4,7 @@ runs those operations: bucket k runs once all its tensors are marked ready
 and buckets 0..k-1 have run, the same order on every rank."""
 import torch
 
+from .collectives import _DTYPES, _call
 from .communication import ReduceOp, allreduce_inplace
 from .process_group import _get_default_group
 
@@ -36,18 +37,26 @@ class BaguaBucket:
     def append_centralized_synchronous_op(self, hierarchical=False, average=True,
                                           scattergather=False, compression=None, group=None):
         """Allreduce of the bucket's effective tensors (flattened into one
-        message) over `group`. Compression is the runtime's: use
-        ByteGradAlgorithm for compressed averaging."""
-        if compression is not None:
-            raise NotImplementedError(
-                "append_centralized_synchronous_op(compression=...) is not offered to Python "
-                "algorithms; ByteGradAlgorithm runs MinMaxUInt8 in the runtime")
+        message) over `group`, the mean (average) or the sum.
+        compression="MinMaxUInt8" (the original's one codec) does it in 8
+        bits, ByteGrad's way and math in the runtime (compress each rank's
+        chunk, alltoall, reduce, compress, allgather), so every rank ends
+        with the same values; it needs float32, float16 or bfloat16 tensors.
+        hierarchical and scattergather change how the original moved the
+        bytes, not the result, and are accepted."""
+        if compression is not None and compression.lower().replace("_", "") != "minmaxuint8":
+            raise ValueError(f"bagua: append_centralized_synchronous_op(compression="
+                             f"{compression!r}): the only codec is \"MinMaxUInt8\" (or None)")
         group = group or _get_default_group()
         op = ReduceOp.AVG if average else ReduceOp.SUM
 
         def centralized(name):
             flat = self.flattened_tensor()
-            allreduce_inplace(flat, op=op, comm=group.get_global_communicator())
+            comm = group.get_global_communicator()
+            if compression is None:
+                allreduce_inplace(flat, op=op, comm=comm)
+            else:
+                flat = _allreduce_minmax_uint8(flat, average, comm)
             offset = 0
             for t in self.tensors:
                 target = t.bagua_getter_closure()
@@ -60,6 +69,22 @@ class BaguaBucket:
     def _run(self):
         for op in self._ops:
             op(self.name)
+
+
+def _allreduce_minmax_uint8(flat, average, comm):
+    """`flat` averaged (or summed) in 8 bits over `comm`; padded with zeros
+    to a multiple of its ranks (ByteGrad's chunks), the padding cut off."""
+    if flat.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"bagua: compression=\"MinMaxUInt8\" needs float32, float16 or "
+                         f"bfloat16 tensors, got {flat.dtype}")
+    if comm.rank() < 0:
+        return flat
+    n = comm.nranks()
+    padded = torch.zeros(-(-flat.numel() // n) * n, dtype=flat.dtype, device=flat.device)
+    padded[:flat.numel()].copy_(flat)
+    _call(comm.backend(flat.device), flat.device, "allreduce_minmax_uint8", padded.data_ptr(),
+          padded.numel(), _DTYPES[flat.dtype], bool(average))
+    return padded[:flat.numel()]
 
 
 class PythonBucketBackend:

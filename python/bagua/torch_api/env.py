@@ -2,6 +2,7 @@
 (torchrun, `python -m bagua.distributed.launch`, or `init_process_group`'s
 arguments), with the original's function names and defaults."""
 import os
+import socket
 
 
 def number_from_env(name, default, kind=int, minimum=None):
@@ -57,3 +58,58 @@ def get_master_addr() -> str:
 def get_default_bucket_size() -> int:
     """Bucket size in bytes (BAGUA_DEFAULT_BUCKET_SIZE, default 10 MiB)."""
     return number_from_env("BAGUA_DEFAULT_BUCKET_SIZE", 10 * 1024**2, minimum=1)
+
+
+def _is_elastic_launched():
+    """True when torchrun's elastic agent (bagua.distributed.run) started this process."""
+    return {"RANK", "GROUP_RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}.issubset(os.environ)
+
+
+def get_bagua_service_port() -> int:
+    """BAGUA_SERVICE_PORT, default -1 (the original's autotune service; this
+    version starts no service, the value is only read back)."""
+    return number_from_env("BAGUA_SERVICE_PORT", -1)
+
+
+def is_report_metrics_switch_on() -> bool:
+    """BAGUA_REPORT_METRICS == 1 (the original's metrics reporting; read back only)."""
+    return number_from_env("BAGUA_REPORT_METRICS", 0) == 1
+
+
+# Autotune: BAGUA_AUTOTUNE (set by the launchers' --autotune_level) above 0
+# makes an engine built without an `autotune` argument tune itself, in
+# process (data_parallel/autotune.py, docs/autotune.md). The other
+# variables belonged to the original's service, whose search was timed in
+# seconds and samples; they are read back with its defaults and configure
+# nothing here (Autotune's arguments, counted in steps, do).
+
+def get_autotune_level() -> int:
+    """BAGUA_AUTOTUNE, default 0 (off); above 0, engines tune by default."""
+    return number_from_env("BAGUA_AUTOTUNE", 0, minimum=0)
+
+
+def get_autotune_max_samples() -> int:
+    return number_from_env("BAGUA_AUTOTUNE_MAX_SAMPLES", 60)
+
+
+def get_autotune_sampling_confidence_time_s() -> float:
+    return number_from_env("BAGUA_AUTOTUNE_SAMPLING_CONFIDENCE_TIME_S", 5.0, kind=float)
+
+
+def get_autotune_warmup_time_s() -> float:
+    return number_from_env("BAGUA_AUTOTUNE_WARMUP_TIME_S", 30.0, kind=float)
+
+
+def get_is_output_autotune_log() -> bool:
+    return bool(number_from_env("BAGUA_IS_OUTPUT_AUTOTUNE_LOG", 0))
+
+
+def get_autotune_server_wait_time() -> int:
+    return number_from_env("BAGUA_AUTOTUNE_SERVER_WAIT_TIME", 300)
+
+
+def find_free_network_port() -> int:
+    """A TCP port free on this host now (bound to port 0, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]

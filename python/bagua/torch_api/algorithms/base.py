@@ -161,11 +161,31 @@ class _AlgorithmRegistry(dict):
         """The class registered as `name` (Bagua's or a user's)."""
         return self[name]["algorithm"]
 
+    def _users(self):
+        return list(dict.keys(self))
+
+    # Iterating, as the original's dict of every algorithm: Bagua's names
+    # first (the runtime's registry), then the users'.
+    def __iter__(self):
+        return iter(list(registry_view.names()) + self._users())
+
+    def __len__(self):
+        return len(registry_view.names()) + dict.__len__(self)
+
+    def keys(self):
+        return list(self)
+
+    def values(self):
+        return [self[name] for name in self]
+
+    def items(self):
+        return [(name, self[name]) for name in self]
+
     def available_algorithms(self):
-        return list(registry_view.available()) + list(self.keys())
+        return list(registry_view.available()) + self._users()
 
     def __str__(self):
-        return "Registered Algorithms: " + ", ".join(list(registry_view.names()) + list(self))
+        return "Registered Algorithms: " + ", ".join(self)
 
 
 GlobalAlgorithmRegistry = _AlgorithmRegistry()

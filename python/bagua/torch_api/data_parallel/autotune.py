@@ -24,6 +24,7 @@ import time
 
 import torch
 
+from .. import env
 from ..collectives import _call
 from ..process_group import _node_of_ranks
 from .autotune_search import Candidate, SuccessiveHalving, bucket_sizes, format_bytes
@@ -64,6 +65,26 @@ def check_supported(ddp, options):
     if unsupported:
         raise ValueError(f"bagua: autotune with {type(ddp.bagua_algorithm).__name__}: "
                          f"{unsupported}")
+
+
+def from_environment(ddp):
+    """The options of an engine built without an `autotune` argument:
+    Autotune() when $BAGUA_AUTOTUNE (the launchers' --autotune_level, as in
+    the original) is above 0, else None. An algorithm that cannot be tuned
+    is then trained untuned, with a warning: the original tuned every
+    algorithm's buckets from the launcher, so its scripts must still run."""
+    level = env.get_autotune_level()
+    if level <= 0:
+        return None
+    unsupported = getattr(ddp.bagua_algorithm, "autotune_unsupported", None)
+    if unsupported:
+        if ddp.rank == 0:
+            _log(f"off: $BAGUA_AUTOTUNE={level} asks for it, but not with "
+                 f"{type(ddp.bagua_algorithm).__name__}: {unsupported}", logging.WARNING)
+        return None
+    if ddp.rank == 0 and ddp.world_size > 1:
+        _log(f"on: $BAGUA_AUTOTUNE={level} (--autotune_level); autotune=False turns it off")
+    return Autotune()
 
 
 def off_reason(ddp, options):

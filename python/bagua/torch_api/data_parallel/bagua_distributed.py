@@ -104,6 +104,8 @@ class BaguaDistributedDataParallel:
         if self.comm.rank() < 0:
             raise ValueError(f"bagua: this process is not in {process_group!r}")
         self.bagua_algorithm = algorithm.reify(process_group)
+        if autotune is None:
+            autotune_options = autotuning.from_environment(self)
         self._hooks = []
         self._marked = set()
         self._callback_queued = False
