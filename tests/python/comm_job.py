@@ -202,6 +202,28 @@ def run_all(check, rank, n):
         check.failures.append(f"broadcast_object: {obj}")
 
 
+def compressed(check, rank, n):
+    """The original bucket op's compression="MinMaxUInt8" (ByteGrad's 8-bit
+    average, bucket.py): the same values on every rank, within two 8-bit
+    steps of the exact mean (inputs in [-1, 1]: a step is at most 2/255)."""
+    from bagua.torch_api.bucket import _allreduce_minmax_uint8
+    from bagua.torch_api.process_group import _get_default_group
+
+    comm = _get_default_group().get_global_communicator()
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = torch.sin(torch.arange(1001, dtype=torch.float32) * (rank + 1)).to(dtype)
+        exact = sum(t.float() for t in everyone(x)) / n
+        got = _allreduce_minmax_uint8(x.clone(), True, comm)
+        check.count += 1
+        copies = everyone(got)
+        if any(not torch.equal(c, copies[0]) for c in copies):
+            check.failures.append(f"minmax_uint8 {dtype}: ranks differ")
+        error = (got.float() - exact).abs().max().item()
+        slack = 0.0 if dtype == torch.float32 else 2 ** -7  # the dtype's own rounding
+        if not error <= 2 * 2 / 255 + slack:
+            check.failures.append(f"minmax_uint8 {dtype}: error {error} above two 8-bit steps")
+
+
 def subgroup(check, rank, n):
     """new_group with a subset: ranks 0 and n-1 only; the others return at once."""
     members = [0, n - 1]
@@ -266,6 +288,7 @@ def main():
     else:
         check = Checker()
         run_all(check, rank, n)
+        compressed(check, rank, n)
         if n >= 3:
             subgroup(check, rank, n)
         result.update(count=check.count, failures=check.failures)
