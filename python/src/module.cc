@@ -21,6 +21,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
@@ -143,6 +144,11 @@ NB_MODULE(_C, m) {
                    "Bytes this rank sent through the group (the standard algorithms' per-rank "
                    "bytes of each collective; runtime/comm/counting_communicator.h).");
 
+  nb::class_<bagua::DeviceBuffer>(m, "ElementState",
+                                  "An algorithm's per-element state saved by "
+                                  "Reducer.save_element_state (opaque; on the group's device).")
+      .def_prop_ro("bytes", &bagua::DeviceBuffer::bytes);
+
   nb::class_<bagua::python::PyReducer>(m, "Reducer")
       .def(nb::init<bagua::python::ProcessGroup&, bagua::Store&, const std::string&,
                     const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>&,
@@ -159,7 +165,13 @@ NB_MODULE(_C, m) {
       .def("mark_ready", &bagua::python::PyReducer::markReady, "index"_a, "ptr"_a)
       .def("mark_all_ready", &bagua::python::PyReducer::markAllReady)
       .def("wait", &bagua::python::PyReducer::wait, nb::call_guard<nb::gil_scoped_release>())
-      .def_prop_ro("num_buckets", &bagua::python::PyReducer::numBuckets);
+      .def_prop_ro("num_buckets", &bagua::python::PyReducer::numBuckets)
+      .def("save_element_state", &bagua::python::PyReducer::saveElementState, release,
+           "The algorithm's per-element state (ByteGrad's error-feedback residuals) packed "
+           "per tensor, or None; between steps.")
+      .def("load_element_state", &bagua::python::PyReducer::loadElementState, "state"_a,
+           release,
+           "Takes a state another Reducer over the same tensors saved (other buckets are fine).");
 
   bagua::python::bindAsync(m);
   bagua::python::bindLocalUpdates(m);

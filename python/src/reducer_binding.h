@@ -32,6 +32,8 @@ class PyReducer {
   void markAllReady() { reducer_->markAllReady(); }
   void wait() { reducer_->wait(); }
   size_t numBuckets() const { return reducer_->buckets().size(); }
+  std::unique_ptr<DeviceBuffer> saveElementState() { return reducer_->saveElementState(); }
+  void loadElementState(DeviceBuffer& state) { reducer_->loadElementState(state); }
 
  private:
   std::unique_ptr<Reducer> reducer_;

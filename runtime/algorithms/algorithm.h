@@ -50,6 +50,15 @@ class Algorithm {
   // Enqueues the bucket's communication (never waits); returns the Work that
   // finishes once the bucket holds its result.
   virtual std::shared_ptr<Work> communicate(BucketContext& bucket) = 0;
+  // State the algorithm keeps per element from step to step (ByteGrad's
+  // error-feedback residual): bucket `bucket`'s, laid out as the bucket
+  // (paddedNumel elements of its dtype), or nullptr for none. A Reducer
+  // that replaces one with other buckets over the same tensors carries it
+  // over tensor by tensor (Reducer::saveElementState).
+  virtual DeviceBuffer* elementState(size_t bucket) {
+    (void)bucket;
+    return nullptr;
+  }
 };
 
 }  // namespace bagua

@@ -42,6 +42,7 @@ class ByteGrad final : public Algorithm {
   size_t bucketAlignment(int worldSize) const override { return static_cast<size_t>(worldSize); }
   void setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) override;
   std::shared_ptr<Work> communicate(BucketContext& bucket) override;
+  DeviceBuffer* elementState(size_t bucket) override { return residual(bucket); }
 
   // Bytes of one compressed chunk of `elems` elements in this codec.
   size_t compressedBytes(size_t elems) const;

@@ -34,6 +34,12 @@ class Hierarchical final : public Algorithm {
   bool copiesBackAtWait() const override { return inner_->copiesBackAtWait(); }
   void setup(const std::vector<BucketLayout>& buckets, Communicator& comm, DeviceOps& ops) override;
   std::shared_ptr<Work> communicate(BucketContext& bucket) override;
+  // The leaders' inner algorithm's (same bucket layouts; its buffers are
+  // zeroed when allocated, so the Reducer's copies on the intra-node stream
+  // need no ordering with the inter-node one); none on the other ranks.
+  DeviceBuffer* elementState(size_t bucket) override {
+    return inter_ ? inner_->elementState(bucket) : nullptr;
+  }
 
  private:
   std::shared_ptr<Algorithm> inner_;

@@ -203,4 +203,54 @@ void Reducer::watchdog() {
   }
 }
 
+bool Reducer::forEachStateSlot(const std::function<void(uint8_t*, size_t, size_t)>& fn) {
+  std::vector<size_t> packedOffset(tensors_.size() + 1, 0);
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    packedOffset[i + 1] = packedOffset[i] + tensors_[i].numel * dtypeSize(tensors_[i].dtype);
+  }
+  bool any = false;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    DeviceBuffer* state = algorithm_->elementState(b);
+    if (state == nullptr) continue;
+    any = true;
+    const size_t elem = dtypeSize(buckets_[b].dtype);
+    for (const BucketSlot& slot : buckets_[b].slots) {
+      const size_t bytes = tensors_[slot.tensor].numel * elem;
+      if (bytes == 0) continue;
+      fn(static_cast<uint8_t*>(state->data()) + slot.offset * elem, packedOffset[slot.tensor],
+         bytes);
+    }
+  }
+  return any;
+}
+
+std::unique_ptr<DeviceBuffer> Reducer::saveElementState() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t total = 0;
+  for (const TensorSpec& t : tensors_) total += t.numel * dtypeSize(t.dtype);
+  auto packed = ops_->allocate(total);
+  auto* base = static_cast<uint8_t*>(packed->data());
+  const bool any = forEachStateSlot([&](uint8_t* state, size_t offset, size_t bytes) {
+    ops_->copy(base + offset, state, bytes);
+  });
+  if (!any) return nullptr;
+  ops_->fence("reducer: saving the algorithm's state")->wait(options_.timeout);
+  return packed;
+}
+
+void Reducer::loadElementState(DeviceBuffer& packed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t total = 0;
+  for (const TensorSpec& t : tensors_) total += t.numel * dtypeSize(t.dtype);
+  BAGUA_ENFORCE(packed.bytes() == total,
+                "reducer: the saved algorithm state holds " + std::to_string(packed.bytes()) +
+                    " bytes, these tensors' " + std::to_string(total));
+  auto* base = static_cast<uint8_t*>(packed.data());
+  if (forEachStateSlot([&](uint8_t* state, size_t offset, size_t bytes) {
+        ops_->copy(state, base + offset, bytes);
+      })) {
+    ops_->fence("reducer: loading the algorithm's state")->wait(options_.timeout);
+  }
+}
+
 }  // namespace bagua

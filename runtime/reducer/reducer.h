@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,11 +67,25 @@ class Reducer {
 
   const std::vector<BucketLayout>& buckets() const { return buckets_; }
 
+  // The algorithm's per-element state (Algorithm::elementState) packed in
+  // tensor order, each tensor's elements in a row, so that a Reducer with
+  // other buckets over the same tensors takes it (loadElementState): an
+  // autotune rebuild keeps ByteGrad's error-feedback residuals. nullptr when
+  // the algorithm keeps none. Between steps only (after wait()); both wait
+  // for their copies.
+  std::unique_ptr<DeviceBuffer> saveElementState();
+  // InvalidArgument when `packed` is not the size of these tensors' state;
+  // nothing to do when this algorithm keeps none.
+  void loadElementState(DeviceBuffer& packed);
+
  private:
   void launchReadyBuckets();     // under mutex_
   void launch(size_t bucket);    // under mutex_
   void copyBack(size_t bucket);  // enqueues the bucket's results into its tensors
   void watchdog();
+  // For every tensor slot of every bucket with state: fn(state of the slot,
+  // offset of the tensor in the packed layout, bytes). False: no state.
+  bool forEachStateSlot(const std::function<void(uint8_t*, size_t, size_t)>& fn);
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<DeviceOps> ops_;

@@ -9,6 +9,8 @@ compare    autotune from a bad start (--start-mb) over its budget; then the
            without searching.
 env        $BAGUA_AUTOTUNE=1 (--autotune_level 1): autotune=None searches,
            autotune=False does not, async trains untuned with a warning.
+ef         ByteGrad with error feedback under autotune: its residuals move to
+           the new buckets at each rebuild.
 errors     rank 0 autotune=True, rank 1 autotune=None: ValueError on both;
            then rank 1 applies another bucket size than rank 0 decided: the
            RuntimeError on both ranks (not a hang); then autotune with async:
@@ -191,6 +193,35 @@ def case_env(args, rank, out):
         ddp.close()
     finally:
         del os.environ["BAGUA_AUTOTUNE"]
+
+
+def case_ef(args, rank, out):
+    """ByteGrad with error feedback under autotune: at every rebuild the
+    residuals (the reducer's element state, one float per parameter) move
+    to the new buckets (Reducer.save/load_element_state)."""
+    from bagua.torch_api.algorithms.bytegrad import ByteGradAlgorithm
+
+    for hierarchical in (False, True):  # True: 2 ranks as one node, rank 0 leads
+        model = build(args)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        algorithm = ByteGradAlgorithm(hierarchical=hierarchical, error_feedback=True)
+        ddp = DistributedDataParallel(model, optimizers=[opt], bucket_cap_mb=args.start_mb,
+                                      algorithm=algorithm,
+                                      autotune=Autotune(budget_steps=40, warmup_steps=1))
+        engine = ddp.inner
+        original = engine._rebuild_buckets
+        carried = []
+
+        def record(bucket_bytes, hier, engine=engine, original=original, carried=carried):
+            state = engine._bagua_backend.save_element_state()
+            carried.append(None if state is None else state.bytes)
+            original(bucket_bytes, hier)
+
+        engine._rebuild_buckets = record
+        steps(ddp, opt, 40, args)
+        out[f"ef_carried_bytes_{'hier' if hierarchical else 'flat'}"] = carried
+        ddp.close()
+    out["ef_param_bytes"] = sum(p.numel() * 4 for p in model.parameters())
 
 
 def case_hier(args, rank, out):

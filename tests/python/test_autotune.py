@@ -113,7 +113,7 @@ def test_bad_autotune_arguments_name_the_value(tmp_path):
 def job(tmp_path_factory):
     """One 2-process job for the tests below (one start of Python and torch)."""
     prefix = str(tmp_path_factory.mktemp("autotune") / "job")
-    result = run_ranks("autotune_job.py", 2, ["--case", "compare,env,errors", "--out", prefix],
+    result = run_ranks("autotune_job.py", 2, ["--case", "compare,env,ef,errors", "--out", prefix],
                       timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     return load_ranks(prefix, 2), result
@@ -168,6 +168,19 @@ def test_autotune_level_from_the_launcher_tunes_engines_built_without_autotune(j
     assert "bagua autotune: on: $BAGUA_AUTOTUNE=1 (--autotune_level)" in result.stderr
     assert "bagua autotune: off: $BAGUA_AUTOTUNE=1 asks for it, but not with " \
         "AsyncModelAverageAlgorithmImpl" in result.stderr
+
+
+def test_error_feedback_residuals_move_with_each_rebuild(job):
+    # The carrying itself, bit for bit, is ReducerState.* (C++); here: the
+    # engine hands the whole state over at every rebuild the search makes.
+    # Hierarchical: only the node's leader (rank 0) holds residuals.
+    ranks, _ = job
+    for r in ranks:
+        assert r["ef_carried_bytes_flat"], "the search rebuilt nothing"
+        assert set(r["ef_carried_bytes_flat"]) == {r["ef_param_bytes"]}, r
+        assert r["ef_carried_bytes_hier"], "the search rebuilt nothing"
+        held = {r["ef_param_bytes"]} if r is ranks[0] else {None}
+        assert set(r["ef_carried_bytes_hier"]) == held, r["ef_carried_bytes_hier"]
 
 
 def test_hierarchical_is_tuned_across_nodes(outdir):

@@ -227,6 +227,72 @@ TEST_P(ReducerRanks, ByteGradErrorFeedbackRecoversFromAnOverflowingStep) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, ReducerRanks, ::testing::Values(1, 2, 3, 4));
 
+// Per tensor, the bytes of its slice of the algorithm's per-element state.
+std::vector<std::vector<uint8_t>> stateByTensor(Reducer& reducer, ByteGrad& algorithm,
+                                                size_t tensors) {
+  std::vector<std::vector<uint8_t>> out(tensors);
+  for (size_t b = 0; b < reducer.buckets().size(); ++b) {
+    const auto* base = static_cast<const uint8_t*>(algorithm.residual(b)->data());
+    for (const BucketSlot& slot : reducer.buckets()[b].slots) {
+      const uint8_t* from = base + slot.offset * sizeof(float);
+      out[slot.tensor].assign(from, from + kSizes[slot.tensor] * sizeof(float));
+    }
+  }
+  return out;
+}
+
+// An autotune rebuild replaces the Reducer with one of other buckets:
+// ByteGrad's error-feedback residuals must follow their tensors, bit for
+// bit (they restarted at zero before); a state of other tensors is refused.
+TEST(ReducerState, ResidualsFollowTheirTensorsIntoOtherBuckets) {
+  auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
+    RankSetup s = makeSetup(rank, size, store);
+    ByteGrad::Options o;
+    o.errorFeedback = true;
+    auto small = std::make_shared<ByteGrad>(o);
+    Reducer::Options ro = smallBuckets();
+    ro.storePrefix = "state-small";
+    Reducer first(s.comm, s.ops, small, s.specs, store, ro);
+    first.markAllReady();
+    first.wait();
+    auto want = stateByTensor(first, *small, kSizes.size());
+    bool nonzero = false;
+    for (const auto& t : want)
+      for (uint8_t byte : t) nonzero = nonzero || byte != 0;
+    check(nonzero, "the first step left no residual to carry");
+    std::unique_ptr<DeviceBuffer> packed = first.saveElementState();
+    check(packed != nullptr, "ByteGrad with error feedback saved no state");
+
+    auto large = std::make_shared<ByteGrad>(o);
+    ro.bucketBytes = 1 << 20;
+    ro.storePrefix = "state-large";
+    Reducer second(s.comm, s.ops, large, s.specs, store, ro);
+    check(second.buckets().size() == 1 && first.buckets().size() > 2, "expected other buckets");
+    second.loadElementState(*packed);
+    auto got = stateByTensor(second, *large, kSizes.size());
+    for (size_t t = 0; t < kSizes.size(); ++t) {
+      check(got[t] == want[t], "tensor " + std::to_string(t) + "'s residual did not follow it");
+    }
+
+    std::vector<TensorSpec> fewer(s.specs.begin(), s.specs.end() - 1);
+    ro.storePrefix = "state-fewer";
+    Reducer other(s.comm, s.ops, std::make_shared<ByteGrad>(o), fewer, store, ro);
+    try {
+      other.loadElementState(*packed);
+      return 5;
+    } catch (const InvalidArgument& e) {
+      check(std::string(e.what()).find("saved algorithm state holds") != std::string::npos,
+            e.what());
+    }
+    ro.storePrefix = "state-none";
+    Reducer plain(s.comm, s.ops, std::make_shared<GradientAllreduce>(), s.specs, store, ro);
+    check(plain.saveElementState() == nullptr, "gradient allreduce saved a state");
+    plain.loadElementState(*packed);  // nothing to take: no error
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 TEST(ReducerErrors, MismatchedRegistrationIsNamed) {
   auto outcomes = runRanks(2, [](int rank, int size, Store& store) {
     RankSetup s = makeSetup(rank, size, store);

@@ -298,16 +298,28 @@ class BaguaDistributedDataParallel:
         """New buckets (the autotuner's decision, the same step on every
         rank): the old backend goes first (its pending work finished at the
         last step's wait), then the impl's init_* run again. Nothing is
-        broadcast: the weights and the algorithm's own state stay."""
+        broadcast: the weights and the algorithm's own state stay (its
+        per-element state, error-feedback residuals, moved to the new buckets)."""
         self.bucket_bytes = int(bucket_bytes)
         options = getattr(self.bagua_algorithm, "options", None)
+        same_form = True
         if hierarchical is not None and isinstance(options, dict) and "hierarchical" in options:
+            same_form = bool(options["hierarchical"]) == bool(hierarchical)
             options["hierarchical"] = bool(hierarchical)
         old, self._bagua_backend = self._bagua_backend, None
+        # Per-element state of the algorithm (ByteGrad's error-feedback
+        # residuals) moves to the new buckets tensor by tensor; not across a
+        # switch of hierarchical, where the residual is of another message
+        # (a rank's gradient, or its node's average on the leaders).
+        carried = None
+        if same_form and hasattr(old, "save_element_state"):
+            carried = old.save_element_state()
         if hasattr(old, "close"):
             old.close()
         del old
         self._init_algorithm()
+        if carried is not None and hasattr(self._bagua_backend, "load_element_state"):
+            self._bagua_backend.load_element_state(carried)
 
     def autotune_state(self, path=None):
         """What autotune decided (status, winner, every trial) as a JSON-ready

@@ -89,3 +89,11 @@ class NativeBackend:
 
     def wait_pending_comm_ops(self):
         self.reducer.wait()
+
+    def save_element_state(self):
+        """The algorithm's per-element state (ByteGrad's error-feedback
+        residuals), per tensor, or None: what a rebuild carries over."""
+        return self.reducer.save_element_state()
+
+    def load_element_state(self, state):
+        self.reducer.load_element_state(state)
