@@ -226,14 +226,16 @@ bool Reducer::forEachStateSlot(const std::function<void(uint8_t*, size_t, size_t
 
 std::unique_ptr<DeviceBuffer> Reducer::saveElementState() {
   std::lock_guard<std::mutex> lock(mutex_);
+  bool any = false;
+  for (size_t b = 0; b < buckets_.size() && !any; ++b) any = algorithm_->elementState(b) != nullptr;
+  if (!any) return nullptr;  // no buffer of the model's size for nothing
   size_t total = 0;
   for (const TensorSpec& t : tensors_) total += t.numel * dtypeSize(t.dtype);
   auto packed = ops_->allocate(total);
   auto* base = static_cast<uint8_t*>(packed->data());
-  const bool any = forEachStateSlot([&](uint8_t* state, size_t offset, size_t bytes) {
+  forEachStateSlot([&](uint8_t* state, size_t offset, size_t bytes) {
     ops_->copy(base + offset, state, bytes);
   });
-  if (!any) return nullptr;
   ops_->fence("reducer: saving the algorithm's state")->wait(options_.timeout);
   return packed;
 }
