@@ -1,48 +1,53 @@
-// ProcessGroup::allreduceMinMaxUInt8: the runtime's ByteGrad on one flat
-// buffer, for Python algorithms written with the original's bucket API
-// (bucket.append_centralized_synchronous_op(compression="MinMaxUInt8")).
-#include "python/src/process_group.h"
-#include "runtime/algorithms/bytegrad.h"
+// MinMaxUInt8Allreduce: a ByteGrad set up for one bucket of the whole buffer.
+#include "python/src/compressed_allreduce.h"
+
+#include <cstdio>
+
 #include "runtime/common/error.h"
 
 namespace bagua::python {
+namespace {
 
-struct ProcessGroup::Compressor {
-  std::vector<BucketLayout> layout;  // one bucket of the whole buffer
-  ByteGrad algorithm;
-  explicit Compressor(ByteGrad::Options options) : algorithm(options) {}
-};
+ByteGrad::Options averaging(bool average) {
+  ByteGrad::Options options;
+  options.average = average;
+  return options;
+}
 
-void ProcessGroup::allreduceMinMaxUInt8(uintptr_t ptr, size_t count, const std::string& dtype,
-                                        bool average, uintptr_t stream) {
-  const DType d = parseDType(dtype);
-  const auto n = static_cast<size_t>(size());
+}  // namespace
+
+MinMaxUInt8Allreduce::MinMaxUInt8Allreduce(std::shared_ptr<ProcessGroup> group, size_t count,
+                                           const std::string& dtype, bool average)
+    : group_(std::move(group)), layout_(1), algorithm_(averaging(average)) {
+  BAGUA_ENFORCE(group_ != nullptr, "allreduce_minmax_uint8: no process group");
+  const auto n = static_cast<size_t>(group_->size());
   BAGUA_ENFORCE(count % n == 0, "allreduce_minmax_uint8: " + std::to_string(count) +
                                     " elements are not a multiple of the group's " +
                                     std::to_string(n) + " ranks (pad the buffer)");
-  if (count == 0) return;
-  std::shared_ptr<Compressor> c;
-  {
-    std::lock_guard<std::mutex> lock(compressorsMutex_);
-    auto& slot = compressors_[{count, d, average}];
-    if (!slot) {
-      ByteGrad::Options options;
-      options.average = average;
-      auto made = std::make_shared<Compressor>(options);
-      made->layout.resize(1);
-      made->layout[0].dtype = d;
-      made->layout[0].numel = made->layout[0].paddedNumel = count;
-      made->algorithm.setup(made->layout, *comm_, *ops_);
-      slot = made;
-    }
-    c = slot;
+  layout_[0].dtype = parseDType(dtype);
+  layout_[0].numel = layout_[0].paddedNumel = count;
+  algorithm_.setup(layout_, *group_->comm_, *group_->ops_);
+}
+
+MinMaxUInt8Allreduce::~MinMaxUInt8Allreduce() {
+  try {
+    group_->ops_->fence("allreduce_minmax_uint8: releasing its scratch")->wait(group_->timeout_);
+  } catch (const std::exception& e) {
+    // The group failed or a peer is gone; the work that used the scratch
+    // failed with it. Nothing to raise from a destructor: say so.
+    std::fprintf(stderr, "[bagua] allreduce_minmax_uint8: %s\n", e.what());
   }
+}
+
+void MinMaxUInt8Allreduce::run(uintptr_t ptr, uintptr_t stream) {
+  if (count() == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
   BucketContext bucket;
-  bucket.layout = &c->layout[0];
+  bucket.layout = &layout_[0];
   bucket.data = reinterpret_cast<void*>(ptr);
-  bucket.comm = comm_.get();
-  bucket.ops = ops_.get();
-  run(stream, [&] { return c->algorithm.communicate(bucket); });
+  bucket.comm = group_->comm_.get();
+  bucket.ops = group_->ops_.get();
+  group_->run(stream, [&] { return algorithm_.communicate(bucket); });
 }
 
 }  // namespace bagua::python

@@ -28,6 +28,7 @@
 #include "python/src/async_binding.h"
 #include "python/src/build_info.h"
 #include "python/src/callback_store.h"
+#include "python/src/compressed_allreduce.h"
 #include "python/src/data_binding.h"
 #include "python/src/flat_watch.h"
 #include "python/src/local_updates_binding.h"
@@ -128,11 +129,6 @@ NB_MODULE(_C, m) {
            "recv_bytes"_a, "recv_offsets"_a, "stream"_a = 0, release,
            "send_bytes[j] bytes at in_ptr + send_offsets[j] go to rank j; recv_bytes[j] bytes "
            "from rank j land at out_ptr + recv_offsets[j] (one entry per rank).")
-      .def("allreduce_minmax_uint8", &PG::allreduceMinMaxUInt8, "ptr"_a, "count"_a, "dtype"_a,
-           "average"_a = true, "stream"_a = 0, release,
-           "Averages (average=False: sums) count elements in place in 8 bits: Bagua's "
-           "MinMaxUInt8 (ByteGrad's alltoall, reduce, allgather); count must be a multiple of "
-           "size.")
       .def("send", &PG::send, "ptr"_a, "nbytes"_a, "peer"_a, "stream"_a = 0, release,
            "Sends nbytes at ptr to rank peer (matched in order with its recv).")
       .def("recv", &PG::recv, "ptr"_a, "nbytes"_a, "peer"_a, "stream"_a = 0, release,
@@ -143,6 +139,17 @@ NB_MODULE(_C, m) {
       .def_prop_ro("bytes_sent", &PG::bytesSent,
                    "Bytes this rank sent through the group (the standard algorithms' per-rank "
                    "bytes of each collective; runtime/comm/counting_communicator.h).");
+
+  nb::class_<bagua::python::MinMaxUInt8Allreduce>(m, "MinMaxUInt8Allreduce")
+      .def(nb::init<std::shared_ptr<bagua::python::ProcessGroup>, size_t, const std::string&,
+                    bool>(),
+           "group"_a, "count"_a, "dtype"_a, "average"_a = true,
+           "Averages (average=False: sums) `count` elements (a multiple of the group's size) "
+           "in 8 bits, Bagua's MinMaxUInt8 the way ByteGrad does (alltoall, reduce, "
+           "allgather); its scratch lives as long as this object.")
+      .def("run", &bagua::python::MinMaxUInt8Allreduce::run, "ptr"_a, "stream"_a = 0, release,
+           "The count elements at ptr, in place, ordered as the group's collectives.")
+      .def_prop_ro("count", &bagua::python::MinMaxUInt8Allreduce::count);
 
   nb::class_<bagua::DeviceBuffer>(m, "ElementState",
                                   "An algorithm's per-element state saved by "
@@ -171,7 +178,15 @@ NB_MODULE(_C, m) {
            "per tensor, or None; between steps.")
       .def("load_element_state", &bagua::python::PyReducer::loadElementState, "state"_a,
            release,
-           "Takes a state another Reducer over the same tensors saved (other buckets are fine).");
+           "Takes a state another Reducer over the same tensors saved (other buckets are fine).")
+      .def(
+          "element_state_bytes",
+          [](bagua::python::PyReducer& reducer, bagua::DeviceBuffer& state) {
+            BAGUA_ENFORCE(reducer.device() == bagua::Device::kCpu,
+                          "element_state_bytes: a CPU reducer's state only (tests, debugging)");
+            return nb::bytes(static_cast<const char*>(state.data()), state.bytes());
+          },
+          "state"_a, "A CPU reducer's saved state as bytes (tests and debugging).");
 
   bagua::python::bindAsync(m);
   bagua::python::bindLocalUpdates(m);

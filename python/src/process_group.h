@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -83,11 +82,6 @@ class ProcessGroup {
                  const std::vector<size_t>& sendOffsets, uintptr_t out,
                  const std::vector<size_t>& recvBytes, const std::vector<size_t>& recvOffsets,
                  uintptr_t stream);
-  // The original's append_centralized_synchronous_op(compression="MinMaxUInt8"):
-  // count elements (a multiple of size()) averaged (or summed) in 8 bits,
-  // ByteGrad's steps and math (compressed_allreduce.cc), ordered as above.
-  void allreduceMinMaxUInt8(uintptr_t ptr, size_t count, const std::string& dtype, bool average,
-                            uintptr_t stream);
   void send(uintptr_t ptr, size_t nbytes, int peer, uintptr_t stream);
   void recv(uintptr_t ptr, size_t nbytes, int peer, uintptr_t stream);
   // Blocks until every rank entered it (both kinds of group).
@@ -110,18 +104,12 @@ class ProcessGroup {
   void run(uintptr_t stream, const std::function<std::shared_ptr<Work>()>& enqueue);
 
   void setComm(std::shared_ptr<Communicator> raw);
+  friend class MinMaxUInt8Allreduce;  // runs its ByteGrad through run()
 
   std::shared_ptr<Communicator> raw_;           // the Gloo or NCCL communicator
   std::shared_ptr<CountingCommunicator> comm_;  // raw_, counted
   std::shared_ptr<DeviceOps> ops_;
   std::chrono::milliseconds timeout_{0};
-  // allreduceMinMaxUInt8's ByteGrads and their one-bucket layouts, one per
-  // (count, dtype, average): their scratch stays allocated between calls
-  // (the group's operations are ordered, so one call's scratch is free for
-  // the next) and outlives work the host did not wait for (CUDA).
-  struct Compressor;
-  std::mutex compressorsMutex_;
-  std::map<std::tuple<size_t, DType, bool>, std::shared_ptr<Compressor>> compressors_;
   std::mutex lastMutex_;
   std::shared_ptr<Work> last_;  // CUDA: the latest operation, polled for errors
 };

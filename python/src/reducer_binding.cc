@@ -13,7 +13,8 @@ PyReducer::PyReducer(
     const std::vector<std::tuple<std::string, uintptr_t, size_t, std::string>>& tensors,
     size_t bucketBytes, double timeoutS, const std::string& prefix, const OptionMap& options,
     ProcessGroup* intra, ProcessGroup* inter, int nodes) {
-  std::vector<TensorSpec> specs = tensorSpecs(tensors, group.comm()->device());
+  device_ = group.comm()->device();
+  std::vector<TensorSpec> specs = tensorSpecs(tensors, device_);
   Reducer::Options o;
   o.bucketBytes = bucketBytes;
   o.timeout = timeoutFromSeconds(timeoutS);

@@ -34,9 +34,11 @@ class PyReducer {
   size_t numBuckets() const { return reducer_->buckets().size(); }
   std::unique_ptr<DeviceBuffer> saveElementState() { return reducer_->saveElementState(); }
   void loadElementState(DeviceBuffer& state) { reducer_->loadElementState(state); }
+  Device device() const { return device_; }
 
  private:
   std::unique_ptr<Reducer> reducer_;
+  Device device_ = Device::kCpu;
 };
 
 }  // namespace bagua::python

@@ -74,8 +74,8 @@ class Reducer {
   // the algorithm keeps none. Between steps only (after wait()); both wait
   // for their copies.
   std::unique_ptr<DeviceBuffer> saveElementState();
-  // InvalidArgument when `packed` is not the size of these tensors' state;
-  // nothing to do when this algorithm keeps none.
+  // InvalidArgument when `packed` is not the size of these tensors' state
+  // (checked first); then nothing to do when this algorithm keeps none.
   void loadElementState(DeviceBuffer& packed);
 
  private:

@@ -198,7 +198,9 @@ def case_env(args, rank, out):
 def case_ef(args, rank, out):
     """ByteGrad with error feedback under autotune: at every rebuild the
     residuals (the reducer's element state, one float per parameter) move
-    to the new buckets (Reducer.save/load_element_state)."""
+    to the new buckets (Reducer.save/load_element_state): per rebuild, the
+    bytes the old buckets held and whether the new ones hold the same
+    (and not all zero)."""
     from bagua.torch_api.algorithms.bytegrad import ByteGradAlgorithm
 
     for hierarchical in (False, True):  # True: 2 ranks as one node, rank 0 leads
@@ -213,9 +215,17 @@ def case_ef(args, rank, out):
         carried = []
 
         def record(bucket_bytes, hier, engine=engine, original=original, carried=carried):
-            state = engine._bagua_backend.save_element_state()
-            carried.append(None if state is None else state.bytes)
+            """(bytes saved by the old buckets, the new buckets hold the same)."""
+            def state_bytes():
+                backend = engine._bagua_backend
+                state = backend.save_element_state()
+                return None if state is None else backend.reducer.element_state_bytes(state)
+
+            before = state_bytes()
             original(bucket_bytes, hier)
+            after = state_bytes()
+            carried.append([None if before is None else len(before),
+                            before is not None and before == after and any(before)])
 
         engine._rebuild_buckets = record
         steps(ddp, opt, 40, args)

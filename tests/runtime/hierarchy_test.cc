@@ -5,8 +5,11 @@
 // hold the pair's exact mean.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
+#include "runtime/algorithms/bytegrad.h"
 #include "runtime/algorithms/decentralized.h"
 #include "runtime/algorithms/gradient_allreduce.h"
 #include "runtime/algorithms/hierarchical.h"
@@ -76,6 +79,73 @@ TEST_P(Hierarchy, GradientAllreduceEqualsTheFlatMean) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Nodes, Hierarchy, ::testing::Values(1, 2, 3));
+
+// ByteGrad with error feedback inside the hierarchical form, 2 nodes of 2:
+// the leaders hold residuals (of their node's average, compressed among the
+// leaders), the others none; a Reducer with other buckets takes the
+// leaders' over, tensor by tensor, bit for bit.
+TEST(Hierarchy, LeadersCarryTheirResidualsIntoOtherBuckets) {
+  const int nodes = 2, perNode = 2;
+  auto outcomes = runRanks(nodes * perNode, [&](int rank, int size, Store& store) {
+    const int node = rank / perNode, local = rank % perNode;
+    Gloo intra = connect(store, local, perNode, "intra" + std::to_string(node));
+    Gloo inter;
+    if (local == 0) inter = connect(store, node, nodes, "inter");
+    ByteGrad::Options ef;
+    ef.errorFeedback = true;
+    auto innerSmall = std::make_shared<ByteGrad>(ef);
+    auto innerLarge = std::make_shared<ByteGrad>(ef);
+    auto hier = [&](std::shared_ptr<ByteGrad> inner) {
+      return std::make_shared<Hierarchical>(inner, inter.comm, inter.ops, nodes, ReduceOp::kAvg);
+    };
+    std::vector<std::vector<float>> data = {std::vector<float>(1000), std::vector<float>(3),
+                                            std::vector<float>(2500)};
+    for (auto& t : data) {
+      for (size_t i = 0; i < t.size(); ++i) t[i] = std::sin(static_cast<float>(i * (rank + 1)));
+    }
+    Reducer::Options o;
+    o.bucketBytes = 2048;
+    o.timeout = 20s;
+    o.checkRank = rank;
+    o.checkSize = size;
+    o.storePrefix = "hier-small";
+    Reducer first(intra.comm, intra.ops, hier(innerSmall), specsOf(data), store, o);
+    first.markAllReady();
+    first.wait();
+    std::unique_ptr<DeviceBuffer> packed = first.saveElementState();
+    if (local != 0) {
+      check(packed == nullptr, "a rank that does not lead saved a state");
+      o.bucketBytes = 1 << 20;
+      o.storePrefix = "hier-large";
+      Reducer second(intra.comm, intra.ops, hier(innerLarge), specsOf(data), store, o);
+      return 0;
+    }
+    check(packed != nullptr, "the leader saved no state");
+    // The leader's residuals per tensor, from the 2 KiB buckets.
+    std::vector<std::vector<float>> want(data.size());
+    for (size_t b = 0; b < first.buckets().size(); ++b) {
+      const auto* base = static_cast<const float*>(innerSmall->residual(b)->data());
+      for (const BucketSlot& slot : first.buckets()[b].slots) {
+        want[slot.tensor].assign(base + slot.offset, base + slot.offset + data[slot.tensor].size());
+      }
+    }
+    bool nonzero = false;
+    for (const auto& t : want)
+      for (float v : t) nonzero = nonzero || v != 0.0f;
+    check(nonzero, "the leaders' step left no residual");
+    o.bucketBytes = 1 << 20;
+    o.storePrefix = "hier-large";
+    Reducer second(intra.comm, intra.ops, hier(innerLarge), specsOf(data), store, o);
+    second.loadElementState(*packed);
+    const auto* got = static_cast<const float*>(innerLarge->residual(0)->data());
+    for (const BucketSlot& slot : second.buckets()[0].slots) {
+      check(std::equal(want[slot.tensor].begin(), want[slot.tensor].end(), got + slot.offset),
+            "tensor " + std::to_string(slot.tensor) + "'s residual did not follow it");
+    }
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
 
 TEST(Decentralized, WeightsChangeOnlyAtWaitAndPairsHoldTheirMean) {
   const int world = 4;

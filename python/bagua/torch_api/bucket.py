@@ -4,7 +4,7 @@ runs those operations: bucket k runs once all its tensors are marked ready
 and buckets 0..k-1 have run, the same order on every rank."""
 import torch
 
-from .collectives import _DTYPES, _call
+from .collectives import _DTYPES, _call, _prepare
 from .communication import ReduceOp, allreduce_inplace
 from .process_group import _get_default_group
 
@@ -16,6 +16,7 @@ class BaguaBucket:
         self.flatten = flatten
         self.alignment = alignment
         self._ops = []
+        self._compressors = {}  # compression="MinMaxUInt8": its scratch, per size
 
     def flattened_tensor(self):
         """A new flat tensor holding the bucket's effective tensors in order."""
@@ -44,7 +45,8 @@ class BaguaBucket:
         with the same values; it needs float32, float16 or bfloat16 tensors.
         hierarchical and scattergather change how the original moved the
         bytes, not the result, and are accepted."""
-        if compression is not None and compression.lower().replace("_", "") != "minmaxuint8":
+        if compression is not None and (not isinstance(compression, str) or
+                                        compression.lower().replace("_", "") != "minmaxuint8"):
             raise ValueError(f"bagua: append_centralized_synchronous_op(compression="
                              f"{compression!r}): the only codec is \"MinMaxUInt8\" (or None)")
         group = group or _get_default_group()
@@ -56,7 +58,7 @@ class BaguaBucket:
             if compression is None:
                 allreduce_inplace(flat, op=op, comm=comm)
             else:
-                flat = _allreduce_minmax_uint8(flat, average, comm)
+                flat = _allreduce_minmax_uint8(flat, average, comm, self._compressors)
             offset = 0
             for t in self.tensors:
                 target = t.bagua_getter_closure()
@@ -71,19 +73,33 @@ class BaguaBucket:
             op(self.name)
 
 
-def _allreduce_minmax_uint8(flat, average, comm):
-    """`flat` averaged (or summed) in 8 bits over `comm`; padded with zeros
-    to a multiple of its ranks (ByteGrad's chunks), the padding cut off."""
-    if flat.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+def _allreduce_minmax_uint8(flat, average, comm, compressors=None):
+    """`flat` averaged (or summed) in 8 bits over `comm`, as ByteGrad does;
+    padded with zeros to a multiple of its ranks (ByteGrad's chunks), the
+    padding cut off. `compressors`: a dict keeping the runtime's operation
+    (and its scratch) between calls, per size (a bucket's)."""
+    op = ReduceOp.AVG if average else ReduceOp.SUM
+    ready = _prepare("allreduce", comm, flat.numel(), op=op, send_tensor=flat, recv_tensor=flat)
+    if ready is None:
+        return flat  # this process is not in `comm`
+    comm, backend, device, dtype = ready
+    if dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ValueError(f"bagua: compression=\"MinMaxUInt8\" needs float32, float16 or "
-                         f"bfloat16 tensors, got {flat.dtype}")
-    if comm.rank() < 0:
-        return flat
+                         f"bfloat16 tensors, got {dtype}")
     n = comm.nranks()
-    padded = torch.zeros(-(-flat.numel() // n) * n, dtype=flat.dtype, device=flat.device)
+    padded = torch.zeros(-(-flat.numel() // n) * n, dtype=dtype, device=device)
     padded[:flat.numel()].copy_(flat)
-    _call(comm.backend(flat.device), flat.device, "allreduce_minmax_uint8", padded.data_ptr(),
-          padded.numel(), _DTYPES[flat.dtype], bool(average))
+    key = (id(backend), padded.numel(), dtype, bool(average))
+    compressor = None if compressors is None else compressors.get(key)
+    if compressor is None:
+        from .. import _C
+
+        compressor = _C.MinMaxUInt8Allreduce(backend, padded.numel(), _DTYPES[dtype],
+                                             bool(average))
+        if compressors is not None:
+            compressors.clear()  # a bucket has one size: the old one's scratch goes
+            compressors[key] = compressor
+    _call(compressor, device, "run", padded.data_ptr())
     return padded[:flat.numel()]
 
 

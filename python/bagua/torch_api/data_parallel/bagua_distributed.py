@@ -304,6 +304,8 @@ class BaguaDistributedDataParallel:
         options = getattr(self.bagua_algorithm, "options", None)
         same_form = True
         if hierarchical is not None and isinstance(options, dict) and "hierarchical" in options:
+            # The autotuner switches it only where the two forms differ
+            # (autotune._hierarchy_differs).
             same_form = bool(options["hierarchical"]) == bool(hierarchical)
             options["hierarchical"] = bool(hierarchical)
         old, self._bagua_backend = self._bagua_backend, None
@@ -312,11 +314,13 @@ class BaguaDistributedDataParallel:
         # switch of hierarchical, where the residual is of another message
         # (a rank's gradient, or its node's average on the leaders).
         carried = None
-        if same_form and hasattr(old, "save_element_state"):
-            carried = old.save_element_state()
-        if hasattr(old, "close"):
-            old.close()
-        del old
+        try:
+            if same_form and hasattr(old, "save_element_state"):
+                carried = old.save_element_state()
+        finally:
+            if hasattr(old, "close"):
+                old.close()
+            del old
         self._init_algorithm()
         if carried is not None and hasattr(self._bagua_backend, "load_element_state"):
             self._bagua_backend.load_element_state(carried)
