@@ -203,11 +203,16 @@ void Reducer::watchdog() {
   }
 }
 
-bool Reducer::forEachStateSlot(const std::function<void(uint8_t*, size_t, size_t)>& fn) {
-  std::vector<size_t> packedOffset(tensors_.size() + 1, 0);
+std::vector<size_t> Reducer::packedOffsets() const {
+  std::vector<size_t> offsets(tensors_.size() + 1, 0);
   for (size_t i = 0; i < tensors_.size(); ++i) {
-    packedOffset[i + 1] = packedOffset[i] + tensors_[i].numel * dtypeSize(tensors_[i].dtype);
+    offsets[i + 1] = offsets[i] + tensors_[i].numel * dtypeSize(tensors_[i].dtype);
   }
+  return offsets;
+}
+
+bool Reducer::forEachStateSlot(const std::function<void(uint8_t*, size_t, size_t)>& fn) {
+  const std::vector<size_t> packedOffset = packedOffsets();
   bool any = false;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     DeviceBuffer* state = algorithm_->elementState(b);
@@ -229,9 +234,7 @@ std::unique_ptr<DeviceBuffer> Reducer::saveElementState() {
   bool any = false;
   for (size_t b = 0; b < buckets_.size() && !any; ++b) any = algorithm_->elementState(b) != nullptr;
   if (!any) return nullptr;  // no buffer of the model's size for nothing
-  size_t total = 0;
-  for (const TensorSpec& t : tensors_) total += t.numel * dtypeSize(t.dtype);
-  auto packed = ops_->allocate(total);
+  auto packed = ops_->allocate(packedOffsets().back());
   auto* base = static_cast<uint8_t*>(packed->data());
   forEachStateSlot([&](uint8_t* state, size_t offset, size_t bytes) {
     ops_->copy(base + offset, state, bytes);
@@ -242,8 +245,7 @@ std::unique_ptr<DeviceBuffer> Reducer::saveElementState() {
 
 void Reducer::loadElementState(DeviceBuffer& packed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t total = 0;
-  for (const TensorSpec& t : tensors_) total += t.numel * dtypeSize(t.dtype);
+  const size_t total = packedOffsets().back();
   BAGUA_ENFORCE(packed.bytes() == total,
                 "reducer: the saved algorithm state holds " + std::to_string(packed.bytes()) +
                     " bytes, these tensors' " + std::to_string(total));

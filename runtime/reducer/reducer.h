@@ -83,6 +83,8 @@ class Reducer {
   void launch(size_t bucket);    // under mutex_
   void copyBack(size_t bucket);  // enqueues the bucket's results into its tensors
   void watchdog();
+  // Where each tensor starts in the packed state (and, last, its size).
+  std::vector<size_t> packedOffsets() const;
   // For every tensor slot of every bucket with state: fn(state of the slot,
   // offset of the tensor in the packed layout, bytes). False: no state.
   bool forEachStateSlot(const std::function<void(uint8_t*, size_t, size_t)>& fn);
