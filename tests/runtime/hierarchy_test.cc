@@ -5,7 +5,6 @@
 // hold the pair's exact mean.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "runtime/reducer/reducer.h"
 #include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
+#include "tests/runtime/residual_slices.h"
 
 namespace bagua::testing {
 namespace {
@@ -122,25 +122,20 @@ TEST(Hierarchy, LeadersCarryTheirResidualsIntoOtherBuckets) {
     }
     check(packed != nullptr, "the leader saved no state");
     // The leader's residuals per tensor, from the 2 KiB buckets.
-    std::vector<std::vector<float>> want(data.size());
-    for (size_t b = 0; b < first.buckets().size(); ++b) {
-      const auto* base = static_cast<const float*>(innerSmall->residual(b)->data());
-      for (const BucketSlot& slot : first.buckets()[b].slots) {
-        want[slot.tensor].assign(base + slot.offset, base + slot.offset + data[slot.tensor].size());
-      }
-    }
+    std::vector<size_t> numel;
+    for (const auto& t : data) numel.push_back(t.size());
+    auto want = residualByTensor(first, *innerSmall, numel);
     bool nonzero = false;
     for (const auto& t : want)
-      for (float v : t) nonzero = nonzero || v != 0.0f;
+      for (uint8_t byte : t) nonzero = nonzero || byte != 0;
     check(nonzero, "the leaders' step left no residual");
     o.bucketBytes = 1 << 20;
     o.storePrefix = "hier-large";
     Reducer second(intra.comm, intra.ops, hier(innerLarge), specsOf(data), store, o);
     second.loadElementState(*packed);
-    const auto* got = static_cast<const float*>(innerLarge->residual(0)->data());
-    for (const BucketSlot& slot : second.buckets()[0].slots) {
-      check(std::equal(want[slot.tensor].begin(), want[slot.tensor].end(), got + slot.offset),
-            "tensor " + std::to_string(slot.tensor) + "'s residual did not follow it");
+    auto got = residualByTensor(second, *innerLarge, numel);
+    for (size_t t = 0; t < data.size(); ++t) {
+      check(got[t] == want[t], "tensor " + std::to_string(t) + "'s residual did not follow it");
     }
     return 0;
   });

@@ -20,6 +20,7 @@
 #include "tests/runtime/bytegrad_reference.h"
 #include "tests/runtime/gloo_loopback.h"
 #include "tests/runtime/rank_harness.h"
+#include "tests/runtime/residual_slices.h"
 
 namespace bagua::testing {
 namespace {
@@ -227,20 +228,6 @@ TEST_P(ReducerRanks, ByteGradErrorFeedbackRecoversFromAnOverflowingStep) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, ReducerRanks, ::testing::Values(1, 2, 3, 4));
 
-// Per tensor, the bytes of its slice of the algorithm's per-element state.
-std::vector<std::vector<uint8_t>> stateByTensor(Reducer& reducer, ByteGrad& algorithm,
-                                                size_t tensors) {
-  std::vector<std::vector<uint8_t>> out(tensors);
-  for (size_t b = 0; b < reducer.buckets().size(); ++b) {
-    const auto* base = static_cast<const uint8_t*>(algorithm.residual(b)->data());
-    for (const BucketSlot& slot : reducer.buckets()[b].slots) {
-      const uint8_t* from = base + slot.offset * sizeof(float);
-      out[slot.tensor].assign(from, from + kSizes[slot.tensor] * sizeof(float));
-    }
-  }
-  return out;
-}
-
 // An autotune rebuild replaces the Reducer with one of other buckets:
 // ByteGrad's error-feedback residuals must follow their tensors, bit for
 // bit (they restarted at zero before); a state of other tensors is refused.
@@ -255,7 +242,7 @@ TEST(ReducerState, ResidualsFollowTheirTensorsIntoOtherBuckets) {
     Reducer first(s.comm, s.ops, small, s.specs, store, ro);
     first.markAllReady();
     first.wait();
-    auto want = stateByTensor(first, *small, kSizes.size());
+    auto want = residualByTensor(first, *small, kSizes);
     bool nonzero = false;
     for (const auto& t : want)
       for (uint8_t byte : t) nonzero = nonzero || byte != 0;
@@ -269,7 +256,7 @@ TEST(ReducerState, ResidualsFollowTheirTensorsIntoOtherBuckets) {
     Reducer second(s.comm, s.ops, large, s.specs, store, ro);
     check(second.buckets().size() == 1 && first.buckets().size() > 2, "expected other buckets");
     second.loadElementState(*packed);
-    auto got = stateByTensor(second, *large, kSizes.size());
+    auto got = residualByTensor(second, *large, kSizes);
     for (size_t t = 0; t < kSizes.size(); ++t) {
       check(got[t] == want[t], "tensor " + std::to_string(t) + "'s residual did not follow it");
     }
