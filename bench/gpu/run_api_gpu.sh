@@ -5,6 +5,9 @@
 #   comm     the communication primitives on CUDA tensors (tests/python/comm_job.py
 #            --device cuda, 2 ranks) against torch's Gloo reference, and two
 #            mismatches with BAGUA_COMM_CHECK=1
+#   autotune_ef  tests/python/autotune_job.py --case ef --device cuda, 2 ranks: ByteGrad
+#            with error feedback under autotune; at each bucket rebuild its residuals (on
+#            the GPU) must arrive in the new buckets bit for bit
 #   mnist    python/examples/mnist_digits.py under `python -m bagua.distributed.launch`,
 #            2 ranks: torch DDP and every algorithm (QAdam at lr 0.003)
 #   lpd      low-precision decentralized against its pure-torch reference
@@ -38,7 +41,7 @@
 # loads; the plugin is the one inside the wheel; `python -m bagua.info` (with
 # its one-rank NCCL check of the plugin) goes into env.txt.
 set -uo pipefail
-OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm mnist lpd bench nolimit weights soak diloco autotune sync_autotune elastic demo]}
+OUT=${1:?usage: WHEEL=... run_api_gpu.sh OUT [comm autotune_ef mnist lpd bench nolimit weights soak diloco autotune sync_autotune elastic demo]}
 shift
 STEPS=${*:-comm mnist bench nolimit}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,6 +110,18 @@ for r in range(2):
     d = json.load(open('$OUT/mismatch_$kind.rank%d.json' % r))
     print('mismatch $kind rank', r, '%.1fs' % d['seconds'], d['error'][:160])"
       done
+      ;;
+    autotune_ef)
+      ranks autotune_ef 2 240 -- "$ROOT/tests/python/autotune_job.py" --case ef --device cuda \
+        --out "$OUT/autotune_ef"
+      python3 -c "
+import json
+for r in range(2):
+    d = json.load(open('$OUT/autotune_ef.rank%d.json' % r))
+    flat = d['ef_carried_bytes_flat']
+    ok = bool(flat) and flat == [[d['ef_param_bytes'], True]] * len(flat)
+    print('autotune_ef rank', r, d['device'], 'rebuilds', len(flat),
+          'every residual carried bit for bit:', ok, 'hierarchical:', d['ef_carried_bytes_hier'][:2])"
       ;;
     mnist)
       ALGOS="ddp gradient_allreduce bytegrad decentralized low_precision_decentralized qadam async"

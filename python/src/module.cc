@@ -154,7 +154,12 @@ NB_MODULE(_C, m) {
   nb::class_<bagua::DeviceBuffer>(m, "ElementState",
                                   "An algorithm's per-element state saved by "
                                   "Reducer.save_element_state (opaque; on the group's device).")
-      .def_prop_ro("bytes", &bagua::DeviceBuffer::bytes);
+      .def_prop_ro("bytes", &bagua::DeviceBuffer::bytes)
+      .def_prop_ro(
+          "data_ptr",
+          [](bagua::DeviceBuffer& state) { return reinterpret_cast<uintptr_t>(state.data()); },
+          "Its address on the group's device (tests, debugging: e.g. torch.as_tensor of a "
+          "__cuda_array_interface__ over it).");
 
   nb::class_<bagua::python::PyReducer>(m, "Reducer")
       .def(nb::init<bagua::python::ProcessGroup&, bagua::Store&, const std::string&,

@@ -1,4 +1,5 @@
-"""Worker for test_autotune.py (torchrun, CPU, Gloo); writes OUT.rank<r>.json.
+"""Worker for test_autotune.py (torchrun, CPU, Gloo; --device cuda: NCCL, as
+bench/gpu/run_api_gpu.sh's autotune_ef step runs it); writes OUT.rank<r>.json.
 --case names one or more (comma separated, run in order) of:
 
 compare    autotune from a bad start (--start-mb) over its budget; then the
@@ -58,7 +59,9 @@ def wrap(args, bucket_mb, autotune=None):
 
 
 def batch(args):
-    return torch.randn(args.batch, args.width, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(args.batch, args.width, generator=torch.Generator(device="cpu").manual_seed(1),
+                    device="cpu")
+    return x.to(torch.get_default_device())
 
 
 def step(ddp, opt, x):
@@ -219,7 +222,11 @@ def case_ef(args, rank, out):
             def state_bytes():
                 backend = engine._bagua_backend
                 state = backend.save_element_state()
-                return None if state is None else backend.reducer.element_state_bytes(state)
+                if state is None:
+                    return None
+                if args.device == "cpu":
+                    return backend.reducer.element_state_bytes(state)
+                return cuda_bytes(state)
 
             before = state_bytes()
             original(bucket_bytes, hier)
@@ -232,6 +239,16 @@ def case_ef(args, rank, out):
         out[f"ef_carried_bytes_{'hier' if hierarchical else 'flat'}"] = carried
         ddp.close()
     out["ef_param_bytes"] = sum(p.numel() * 4 for p in model.parameters())
+
+
+def cuda_bytes(state):
+    """A CUDA reducer's saved state (bagua._C.ElementState) as bytes, read
+    through torch (the buffer stays alive while `state` does)."""
+    class View:
+        __cuda_array_interface__ = {"shape": (state.bytes,), "typestr": "|u1",
+                                    "data": (state.data_ptr, False), "version": 2}
+
+    return torch.as_tensor(View(), device="cuda").cpu().numpy().tobytes()
 
 
 def case_hier(args, rank, out):
@@ -266,14 +283,18 @@ def main():
     p.add_argument("--block", type=int, default=5)
     p.add_argument("--target", type=float, default=0.9)
     p.add_argument("--attempts", type=int, default=5)
+    p.add_argument("--device", default="cpu", help="cpu (Gloo) or cuda (NCCL)")
     args = p.parse_args()
     if args.nodes > 1:
         rank, per_node = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]) // args.nodes
         os.environ.update(GROUP_RANK=str(rank // per_node), LOCAL_RANK=str(rank % per_node),
                           LOCAL_WORLD_SIZE=str(per_node))
+    if args.device == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
+        torch.set_default_device("cuda")
     bagua.init_process_group()
     rank = dist.get_rank()
-    out = {}
+    out = {"device": args.device}
     for case in args.case.split(","):
         globals()["case_" + case](args, rank, out)
     with open(f"{args.out}.rank{rank}.json", "w") as f:
