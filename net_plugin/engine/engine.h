@@ -76,11 +76,14 @@ class Worker {
   // Starts receiving into the buffers of `iov`, filled in order, up to their
   // total size (the array and its buffers must live until done).
   virtual void recv(int fd, const iovec* iov, int iovcnt) = 0;
-  // recv() for a receive that most likely finds nothing yet (the next header
-  // right after a message): a caller-driven engine tries it at its next turn
-  // instead of now, so the caller learns of the message it just finished
-  // one syscall sooner. Engines with threads start it at once.
-  virtual void recvLater(int fd, const iovec* iov, int iovcnt) { recv(fd, iov, iovcnt); }
+  // recv() on a socket whose previous receive came back short: its queue
+  // was empty then, so any bytes (or end of stream) since bring a new edge.
+  // A caller-driven engine does not try it now but at that edge (nginx's
+  // rule): on the caller's thread every syscall between a message's last
+  // byte and test()'s answer is latency, and one that meets EAGAIN after
+  // every message delays the next stream's read. Threaded engines start it
+  // at once.
+  virtual void recvAfterDrain(int fd, const iovec* iov, int iovcnt) { recv(fd, iov, iovcnt); }
   // Makes any pending operation on `fd` finish soon.
   virtual void cancel(int fd) = 0;
   // Calls the fd's handler's onTimer() after `delay` (at most one per fd).

@@ -17,9 +17,10 @@
 // as NCCL's socket transport does from its proxy thread when it has no
 // helper threads. Where CPUs are as few as the callers that spin on test(),
 // worker threads only compete with them for those CPUs. A receive started
-// with recvLater() is first tried at the next turn: on the caller's thread
-// every syscall between a message's last byte and test()'s answer is
-// latency.
+// with recvAfterDrain() waits for the fd's next edge (unless the peer has
+// closed or failed the socket, which brings no further edge): on the
+// caller's thread every syscall between a message's last byte and test()'s
+// answer is latency.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ struct FdState {
   int sendIovcnt = 0;
   const iovec* recvIov = nullptr;  // pending receive, when not null
   int recvIovcnt = 0;
+  bool hangup = false;  // an edge said EOF, a reset or an error: no later edge will
 };
 
 class EpollWorker final : public Worker {
@@ -140,13 +142,9 @@ class EpollWorker final : public Worker {
 
   void recv(int fd, const iovec* iov, int iovcnt) override { tryRecv(fd, armRecv(fd, iov, iovcnt)); }
 
-  void recvLater(int fd, const iovec* iov, int iovcnt) override {
-    if (threaded_) {
-      recv(fd, iov, iovcnt);
-      return;
-    }
-    armRecv(fd, iov, iovcnt);
-    later_.push_back(fd);
+  void recvAfterDrain(int fd, const iovec* iov, int iovcnt) override {
+    FdState& st = armRecv(fd, iov, iovcnt);
+    if (threaded_ || st.hangup) tryRecv(fd, st);
   }
 
   void cancel(int fd) override {
@@ -242,18 +240,10 @@ class EpollWorker final : public Worker {
     }
   }
 
-  // Runs posted tasks and due timers, tries the receives recvLater() left
-  // for this turn and delivers completions. Every turn runs it first: a
-  // receive left for later has not met EAGAIN, so no edge would wake it.
+  // Runs posted tasks and due timers and delivers completions.
   void runReady() {
     tasks_.runAll();
     fireTimers();
-    // tryRecv() only queues completions: nothing adds to later_ here.
-    for (int fd : later_) {
-      auto it = fds_.find(fd);
-      if (it != fds_.end() && it->second.recvIov != nullptr) tryRecv(fd, it->second);
-    }
-    later_.clear();
     deliver();
   }
 
@@ -272,6 +262,7 @@ class EpollWorker final : public Worker {
       auto it = fds_.find(fd);
       if (it == fds_.end()) continue;
       FdState& st = it->second;
+      if ((events[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) st.hangup = true;
       if (st.sendIov != nullptr) trySend(fd, st);
       if (st.recvIov != nullptr) tryRecv(fd, st);
     }
@@ -312,7 +303,6 @@ class EpollWorker final : public Worker {
   std::thread thread_;
   std::unordered_map<int, FdState> fds_;
   std::vector<Completion> done_;
-  std::vector<int> later_;  // fds whose receive recvLater() left for the next turn
   std::multimap<Clock::time_point, int> timers_;  // deadline -> fd
 };
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "net_plugin/base/hop_trace.h"
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/caller_wait.h"
@@ -50,6 +51,10 @@ Worker& nextWorker(Engine& engine) {
   return engine.worker(static_cast<int>(index % static_cast<unsigned>(engine.workerCount())));
 }
 
+void Comm::setTraceConn(int firstFd) {
+  if (hoptrace::on()) traceConn_ = hoptrace::connectionId(firstFd, kind_ == Kind::kSend);
+}
+
 void Comm::startStreams(std::vector<std::unique_ptr<Stream>> streams) {
   streams_ = std::move(streams);
   for (auto& stream : streams_) {
@@ -70,20 +75,25 @@ void Comm::callerProgress(bool throttled) {
     return;
   }
   lastCallerPollNs.store(now, std::memory_order_relaxed);
+  hoptrace::record(hoptrace::Event::kPoll, 0, 0, 0);
   callerEngine_->progress();
 }
 
 Status Comm::test(Request* req, int* done, int* size) {
   // A caller-driven engine, and the caller stream, move the bytes here, in
   // the caller's poll.
+  ++req->tests;
   if (!req->done.load(std::memory_order_acquire)) {
     engine_->progress();
     if (callerEngine_ && mayUseCallerStream(req)) callerProgress(/*throttled=*/true);
   }
   if (req->done.load(std::memory_order_acquire)) {
     *done = 1;
+    size_t bytes = req->kind == RequestKind::kRecv ? req->msgSize : req->size;
+    hoptrace::record(req->kind == RequestKind::kRecv ? hoptrace::Event::kDone
+                                                     : hoptrace::Event::kSent,
+                     traceConn_, req->seq, bytes, req->tests);
     if (size != nullptr) {
-      size_t bytes = req->kind == RequestKind::kRecv ? req->msgSize : req->size;
       // NCCL's sizes are int even where messages are size_t.
       *size = bytes > static_cast<size_t>(INT32_MAX) ? INT32_MAX : static_cast<int>(bytes);
     }

@@ -34,6 +34,8 @@ class Comm : public StreamOwner {
   Comm& operator=(const Comm&) = delete;
 
   Kind kind() const { return kind_; }
+  // The connection's id in BAGUA_NET_TRACE's records (0 when off).
+  uint32_t traceConn() const { return traceConn_; }
   const std::string& peer() const { return peer_; }
   // Data streams (the caller stream, if any, is not counted).
   size_t streamCount() const { return streams_.size() - (hasCallerStream() ? 1 : 0); }
@@ -62,6 +64,8 @@ class Comm : public StreamOwner {
   void streamFailed(Status status, const std::string& message) override { fail(status, message); }
 
  protected:
+  // Sets traceConn() from the connection's first stream, when tracing.
+  void setTraceConn(int firstFd);
   // Adds the comm's streams, spread over the engine's workers, and starts them.
   void startStreams(std::vector<std::unique_ptr<Stream>> streams);
   // Joins the process's caller engine (no thread: turned by
@@ -90,6 +94,7 @@ class Comm : public StreamOwner {
 
  private:
   Kind kind_;
+  uint32_t traceConn_ = 0;
   std::string peer_;
   std::atomic<Status> failure_{Status::kOk};
   std::string failureMessage_;  // (mutex)

@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "net_plugin/base/cpu_budget.h"
+#include "net_plugin/base/hop_trace.h"
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/status.h"
 
@@ -35,6 +36,7 @@ void PluginState::init() {
   if (initialized_) return;
   const Params& p = params_;
   logParams();
+  hoptrace::start(p.trace);
   devices_ = discoverDevices(p);
   if (devices_.empty()) {
     throw NetError(Status::kSystemError,

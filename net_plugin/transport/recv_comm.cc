@@ -12,6 +12,7 @@
 
 #include <cerrno>
 
+#include "net_plugin/base/hop_trace.h"
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/socket_util.h"
 
@@ -21,6 +22,7 @@ RecvComm::RecvComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
                    bool callerStream)
     : Comm(Kind::kRecv, std::move(peer), std::move(engine)), pool_(this, RequestKind::kRecv) {
   size_t data = fds.size() - (callerStream ? 1 : 0);
+  if (!fds.empty()) setTraceConn(fds[0].get());
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     bool caller = i >= data;
@@ -47,6 +49,7 @@ Status RecvComm::irecv(void* data, size_t capacity, Request** out) {
     req->data = static_cast<uint8_t*>(data);
     req->size = capacity;
     slots_[req->seq % kSlots] = req;
+    hoptrace::record(hoptrace::Event::kPost, traceConn(), req->seq, capacity);
     wake.swap(parked_);
   }
   for (RecvStream* s : wake) s->worker().post([s] { s->resume(); });
@@ -62,6 +65,7 @@ RecvComm::Placement RecvComm::placeChunk(RecvStream* stream, const ChunkHeader& 
   Request* req = slots_[h.seq % kSlots];
   if (req == nullptr || req->seq != h.seq) {
     if (h.seq >= nextSeq_) {
+      hoptrace::record(hoptrace::Event::kPark, traceConn(), h.seq, h.msgSize);
       parked_.push_back(stream);
       if (!stuckLocked()) return Placement::kPark;
       lock.unlock();
@@ -142,7 +146,7 @@ void RecvStream::start() {
   if (attachToWorker()) readHeader();
 }
 
-void RecvStream::readHeader(size_t ahead, bool afterChunk) {
+void RecvStream::readHeader(size_t ahead) {
   state_ = State::kHeader;
   dest_ = headerBytes_;
   want_ = sizeof(ChunkHeader);
@@ -150,13 +154,11 @@ void RecvStream::readHeader(size_t ahead, bool afterChunk) {
   if (got_ == want_) {
     parseHeader();
   } else {
-    // Right after a chunk that brought none of the next header, the next
-    // chunk has most likely not been sent yet.
-    readMore(/*later=*/afterChunk && ahead == 0);
+    readMore();
   }
 }
 
-void RecvStream::readMore(bool later) {
+void RecvStream::readMore() {
   recvPending_ = true;
   iov_[0] = {dest_ + got_, want_ - got_};
   int iovcnt = 1;
@@ -164,8 +166,9 @@ void RecvStream::readMore(bool later) {
     iov_[1] = {headerBytes_, sizeof(headerBytes_)};
     iovcnt = 2;
   }
-  if (later) {
-    worker_->recvLater(fd_.get(), iov_, iovcnt);
+  requested_ = iov_[0].iov_len + (iovcnt == 2 ? iov_[1].iov_len : 0);
+  if (drained_) {
+    worker_->recvAfterDrain(fd_.get(), iov_, iovcnt);
   } else {
     worker_->recv(fd_.get(), iov_, iovcnt);
   }
@@ -176,6 +179,8 @@ void RecvStream::chunkDone() {
   // Before the bytes count: once they complete the message, test() may
   // release the request.
   if (!callerStream_) req_->workerBytes.store(true, std::memory_order_release);
+  hoptrace::record(hoptrace::Event::kArrive, recvComm_->traceConn(), header_.seq, header_.len,
+                   callerStream_ ? 1 : 0);
   RecvComm::chunkArrived(req_, header_.len);
 }
 
@@ -196,7 +201,7 @@ void RecvStream::place() {
   }
   if (header_.len == 0) {
     chunkDone();
-    readHeader(0, /*afterChunk=*/true);
+    readHeader(0);
     return;
   }
   state_ = State::kPayload;
@@ -232,6 +237,8 @@ void RecvStream::onRecvDone(int result) {
     return;
   }
   size_t n = static_cast<size_t>(result);
+  // Fewer bytes than asked for: the socket had no more (Worker::recvAfterDrain).
+  drained_ = n < requested_;
   size_t ahead = 0;  // bytes of the next header read after the payload
   if (n > want_ - got_) {
     ahead = n - (want_ - got_);
@@ -244,7 +251,7 @@ void RecvStream::onRecvDone(int result) {
   }
   if (state_ == State::kPayload) {
     chunkDone();
-    readHeader(ahead, /*afterChunk=*/true);
+    readHeader(ahead);
     return;
   }
   parseHeader();

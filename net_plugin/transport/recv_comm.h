@@ -98,11 +98,11 @@ class RecvStream final : public Stream {
   enum class State { kHeader, kPayload, kParked, kFinished, kFailed };
 
   // Starts on the next chunk's header, of which `ahead` bytes already
-  // arrived with the previous payload (`afterChunk`: one just ended).
-  void readHeader(size_t ahead = 0, bool afterChunk = false);
-  // Reads on; `later`: the bytes most likely have not arrived yet
-  // (Worker::recvLater).
-  void readMore(bool later = false);
+  // arrived with the previous payload.
+  void readHeader(size_t ahead = 0);
+  // Reads on: after a short receive (drained_) at the socket's next edge
+  // (Worker::recvAfterDrain), else now.
+  void readMore();
   // Parses a complete header, then places the chunk.
   void parseHeader();
   void place();
@@ -123,6 +123,8 @@ class RecvStream final : public Stream {
   uint8_t* dest_ = nullptr;  // where the current read goes
   size_t want_ = 0;          // bytes the current state needs
   size_t got_ = 0;           // bytes of them already read
+  size_t requested_ = 0;     // bytes the pending receive asked for
+  bool drained_ = false;     // the last receive came back short of requested_
   iovec iov_[2]{};           // the pending receive's buffers
 };
 

@@ -34,6 +34,7 @@ struct Request {
   std::atomic<size_t> doneBytes{0};
   std::atomic<bool> done{false};
   std::atomic<bool> workerBytes{false};  // recv: a chunk of it arrived on a worker's stream
+  uint32_t tests = 0;                    // test() calls so far (BAGUA_NET_TRACE)
 };
 
 // Fixed-capacity free list; callers hold the comm mutex.
@@ -57,6 +58,7 @@ class RequestPool {
         r.doneBytes.store(0, std::memory_order_relaxed);
         r.done.store(false, std::memory_order_relaxed);
         r.workerBytes.store(false, std::memory_order_relaxed);
+        r.tests = 0;
         return &r;
       }
     }

@@ -7,6 +7,8 @@
 #include <cerrno>
 
 #include "net_plugin/base/cpu_budget.h"
+#include "net_plugin/base/hop_trace.h"
+#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/base/log.h"
 #include "net_plugin/engine/caller_wait.h"
 
@@ -34,6 +36,7 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
     active_ = tuner_->active();
   }
   mostActive_ = active_;
+  if (!fds.empty()) setTraceConn(fds[0].get());
   std::vector<std::unique_ptr<Stream>> streams;
   for (size_t i = 0; i < fds.size(); ++i) {
     Worker* worker = i < data ? &nextWorker(*engine_) : openCallerEngine();
@@ -76,7 +79,13 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
     req->seq = nextSeq_++;
     req->data = static_cast<uint8_t*>(data);
     req->size = size;
-    if (sendInlineLocked(req)) return Status::kOk;
+    int64_t start = hoptrace::on() ? steadyNs() : 0;
+    bool whole = sendInlineLocked(req);
+    if (hoptrace::on()) {
+      hoptrace::record(hoptrace::Event::kIsend, traceConn(), req->seq, size,
+                       (steadyNs() - start) * 2 + (whole ? 1 : 0));
+    }
+    if (whole) return Status::kOk;
     queue_.push_back(req);
     // Wake as many idle streams as the message has chunks.
     size_t chunks = size <= minSplitBytes_ ? 1 : (size + chunkBytes_ - 1) / chunkBytes_;
