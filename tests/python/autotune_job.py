@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 
 import bagua.torch_api as bagua
+from job_device import job_device
 from bagua.torch_api.data_parallel import DistributedDataParallel
 from bagua.torch_api.data_parallel.autotune import Autotune
 
@@ -289,9 +290,7 @@ def main():
         rank, per_node = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]) // args.nodes
         os.environ.update(GROUP_RANK=str(rank // per_node), LOCAL_RANK=str(rank % per_node),
                           LOCAL_WORLD_SIZE=str(per_node))
-    if args.device == "cuda":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
-        torch.set_default_device("cuda")
+    torch.set_default_device(job_device(args.device))
     bagua.init_process_group()
     rank = dist.get_rank()
     out = {"device": args.device}
