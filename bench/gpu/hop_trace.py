@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Where a small message's time goes, from BAGUA_NET_TRACE's files.
 
-Every rank of one host writes DIR/bagua-net-trace.PID.N.tsv (one row per
+Every rank of one host writes DIR/bagua-net-trace.HOST.PID.NS.tsv (one row per
 event of each message: isend 's', receive posted 'p', parked 'k', chunk
 arrived 'a', test() done 'd' (receive) / 'e' (send); the host's monotonic
 clock in ns). This
 matches the two ends of every connection by its id and message sequence
 number and prints, for messages up to --max-bytes:
 
-  flight     isend at the sender -> its bytes read at the receiver
+  flight     isend's start at the sender -> its bytes read at the receiver
+             (traces before 2026-12-02's review stamped isend at its end)
   to test    bytes read -> the test() that reported the receive done
   late post  how many came before their receive was posted (parked)
   turnaround a rank's last arrival -> its next isend: NCCL's proxy
@@ -39,7 +40,7 @@ def load(path):
                 continue
             ns, event, conn, seq, size, extra, tid = line.split("\t")
             rows.append((int(ns), event, int(conn), int(seq), int(size), int(extra), int(tid)))
-    return rows
+    return sorted(rows)  # written in the order slots were taken, not quite by time
 
 
 def pct(values, q):
@@ -144,7 +145,7 @@ def main():
           f"{len(flight)} small ones (<= {args.max_bytes} B) matched at both ends")
     print("| step | n | p10 us | median us | p90 us | mean us |")
     print("|---|---|---|---|---|---|")
-    print(line("flight (isend -> bytes read)", flight))
+    print(line("flight (isend's start -> bytes read)", flight))
     print(line("bytes read -> test() done", to_test))
     print(line("receive posted after the isend (by)", post_after_send))
     print(line("turnaround (arrival -> next isend)", turnaround))

@@ -32,15 +32,18 @@ struct Record {
 
 struct Trace {
   std::string dir;
-  std::unique_ptr<Record[]> records{new Record[kCapacity]};
+  // Zeroed: a slot reserved but not yet written when write() runs (a
+  // worker recording at exit) has event 0 and is skipped.
+  std::unique_ptr<Record[]> records{new Record[kCapacity]()};
   std::atomic<size_t> next{0};
 
   std::string write() {
     if (written.exchange(true)) return "";
     gOn.store(false, std::memory_order_relaxed);
-    static std::atomic<int> files{0};
-    std::string path = dir + "/bagua-net-trace." + std::to_string(getpid()) + "." +
-                       std::to_string(files.fetch_add(1)) + ".tsv";
+    char host[256] = "host";
+    gethostname(host, sizeof(host) - 1);
+    std::string path = dir + "/bagua-net-trace." + host + "." + std::to_string(getpid()) + "." +
+                       std::to_string(steadyNs()) + ".tsv";
     FILE* f = std::fopen(path.c_str(), "w");
     if (f == nullptr) {
       BAGUA_WARN("BAGUA_NET_TRACE: cannot write %s", path.c_str());
@@ -51,6 +54,7 @@ struct Trace {
                  next.load() - n);
     for (size_t i = 0; i < n; ++i) {
       const Record& r = records[i];
+      if (r.event == Event{}) continue;
       std::fprintf(f, "%lld\t%c\t%u\t%llu\t%llu\t%lld\t%d\n", static_cast<long long>(r.ns),
                    static_cast<char>(r.event), r.conn, static_cast<unsigned long long>(r.seq),
                    static_cast<unsigned long long>(r.size), static_cast<long long>(r.extra),
@@ -88,12 +92,13 @@ void start(const std::string& dir) {
 
 std::string flush() { return trace == nullptr ? "" : trace->write(); }
 
-void record(Event event, uint32_t conn, uint64_t seq, uint64_t size, int64_t extra) {
-  if (!on()) return;
+void record(Event event, uint32_t conn, uint64_t seq, uint64_t size, int64_t extra,
+            int64_t ns) {
+  if (!gOn.load(std::memory_order_acquire)) return;  // then `trace` is set
   thread_local int32_t tid = static_cast<int32_t>(gettid());
   size_t i = trace->next.fetch_add(1, std::memory_order_relaxed);
   if (i >= kCapacity) return;
-  trace->records[i] = Record{steadyNs(), seq, size, extra, conn, tid, event};
+  trace->records[i] = Record{ns != 0 ? ns : steadyNs(), seq, size, extra, conn, tid, event};
 }
 
 namespace {

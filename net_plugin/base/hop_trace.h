@@ -4,9 +4,11 @@
 // before its receive), bytes arrived, test() done (each end); with the monotonic clock,
 // which every process of a host shares, and the connection's id (the ports
 // of its first stream, sender's << 16 | receiver's, which both ends read).
-// The records go to <dir>/bagua-net-trace.<pid>.<n>.tsv when the plugin is
-// unloaded or the process exits; bench/gpu/hop_trace.py matches the ends.
-// Off (the default): one relaxed load of a flag per event.
+// The records go to <dir>/bagua-net-trace.<host>.<pid>.<ns>.tsv when the
+// plugin is unloaded or the process exits (one file per load: ranks of
+// several hosts or containers may share the directory and their pids);
+// bench/gpu/hop_trace.py matches the ends. Off (the default): a call and
+// one relaxed load of a flag per event.
 #pragma once
 
 #include <atomic>
@@ -16,7 +18,7 @@
 namespace bagua::net::hoptrace {
 
 enum class Event : char {
-  kIsend = 's',   // size; extra: ns isend took * 2, + 1 if it wrote the message whole
+  kIsend = 's',   // at isend's start; size; extra: ns it took * 2, + 1 if it wrote the message whole
   kPost = 'p',    // size: the buffer's capacity
   kPark = 'k',    // a chunk's header came before its receive was posted
   kArrive = 'a',  // size: the chunk's bytes; extra: 1 on the caller stream
@@ -37,7 +39,9 @@ void start(const std::string& dir);
 // _exit must call it.
 std::string flush();
 
-void record(Event event, uint32_t conn, uint64_t seq, uint64_t size, int64_t extra = 0);
+// `ns`: the event's time on steadyNs()'s clock, 0 for now.
+void record(Event event, uint32_t conn, uint64_t seq, uint64_t size, int64_t extra = 0,
+            int64_t ns = 0);
 
 // The id of the connection whose first stream is `fd`, read at the sending
 // end (`sender`) or the receiving end: the same number at both.

@@ -83,7 +83,7 @@ Status SendComm::isend(void* data, size_t size, Request** out) {
     bool whole = sendInlineLocked(req);
     if (hoptrace::on()) {
       hoptrace::record(hoptrace::Event::kIsend, traceConn(), req->seq, size,
-                       (steadyNs() - start) * 2 + (whole ? 1 : 0));
+                       (steadyNs() - start) * 2 + (whole ? 1 : 0), start);
     }
     if (whole) return Status::kOk;
     queue_.push_back(req);
