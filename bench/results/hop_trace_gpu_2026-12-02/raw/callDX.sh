@@ -17,19 +17,7 @@ C="bagua direct=$X socket socket_b=BAGUA_ORDER_TAG=b direct_b=$X,BAGUA_ORDER_TAG
 for np in 4 8 2; do
   SIZES="-b 8 -e 4K -f 8" ITERS="-n 1000 -w 100" REPS=4 RANKS=$np CONFIGS="$C" \
     timeout 200 bash bench/gpu/net_defaults.sh $R/c$np > $R/c$np.txt 2>&1
-  for f in $R/c$np/all_reduce__*__r?_?.log; do
-    printf "%s %s %s %s %s\n" "$(basename $f .log)" "$(awk '$1==8 && $2==2 {print $6; exit}' $f)" \
-      "$(awk '$1==64 && $2==16 {print $6; exit}' $f)" "$(awk '$1==512 && $2==128 {print $6; exit}' $f)" \
-      "$(awk '$1==4096 && $2==1024 {print $6; exit}' $f)"
-  done | sort > $OUT/c$np.per_run.txt
-  python3 - $OUT/c$np.per_run.txt <<'PY'
-import collections, statistics, sys
-d = collections.defaultdict(list)
-for l in open(sys.argv[1]):
-    p = l.split(); d[p[0].split('__')[1].replace('_b', '')].append([float(x) for x in p[1:]])
-for k, v in sorted(d.items()):
-    print(k, len(v), 'median 8B/64B/512B/4K:', [round(statistics.median(c), 1) for c in zip(*v)])
-PY
+  python3 bench/gpu/per_run_medians.py $R/c$np $OUT/c$np.per_run.txt
 done
 SIZES="-b 16M -e 256M -f 4" ITERS="-n 10 -w 3" REPS=2 RANKS=2 CONFIGS="bagua direct=$X" \
   timeout 150 bash bench/gpu/net_defaults.sh $R/big2 > $R/big2.txt 2>&1
