@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "net_plugin/base/log.h"
 #include "net_plugin/base/steady_ns.h"
@@ -60,7 +59,13 @@ struct Trace {
                    static_cast<unsigned long long>(r.size), static_cast<long long>(r.extra),
                    r.tid);
     }
-    std::fclose(f);
+    // A full disk or a closed mount: say so, rather than leave a short file.
+    bool failed = std::ferror(f) != 0;
+    if (std::fclose(f) != 0 || failed) {
+      BAGUA_WARN("BAGUA_NET_TRACE: writing %s failed (%zu events): the file is incomplete",
+                 path.c_str(), n);
+      return "";
+    }
     return path;
   }
 

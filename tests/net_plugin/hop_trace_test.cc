@@ -104,5 +104,23 @@ TEST(HopTrace, EveryMessageHasItsEventsUnderOneConnectionInOrder) {
   rmdir(dir);
 }
 
+// A directory that cannot be written (gone, read-only, full): the trace is a
+// warning naming the file, and the connection is unharmed. (Recording starts
+// once per process: tests/meson.build runs each test of this file alone.)
+TEST(HopTraceFaults, AnUnwritableDirectoryIsAWarningNotAFailure) {
+  hoptrace::start("/nonexistent/bagua-hop-trace");
+  Link link = connectLink();
+  uint64_t out = 42;
+  uint64_t in = 0;
+  void* rreq = postRecv(link.recvComm, &in, sizeof(in));
+  void* sreq = postSend(link.sendComm, &out, sizeof(out));
+  ASSERT_EQ(waitPair(sreq, rreq), ncclSuccess);
+  EXPECT_EQ(in, 42u);
+  clearCapturedLog();
+  EXPECT_EQ(hoptrace::flush(), "");
+  EXPECT_TRUE(logContains("BAGUA_NET_TRACE: cannot write /nonexistent/bagua-hop-trace/"));
+  closeLink(link);
+}
+
 }  // namespace
 }  // namespace bagua::net::testing
