@@ -15,7 +15,7 @@ ncclResult_t getV2(void* ctx, ncclFunc_t func, size_t nBytes, int collNetSupport
                    int nvlsSupport, int, int*, int*, int* nChannels) {
   auto algorithm = collNetSupport != 0 || nvlsSupport != 0 ? tuner::Algorithm::kOther
                                                            : tuner::Algorithm::kUnknown;
-  return api::tunerGetCollInfo(ctx, func, nBytes, algorithm, nChannels);
+  return api::tunerGetCollInfo(ctx, func, nBytes, algorithm, nullptr, 0, 0, nChannels);
 }
 // The table NCCL hands over is float[numAlgo][numProto] cast to float**.
 tuner::Algorithm algorithmOf(float** table, int numAlgo, int numProto) {
@@ -24,12 +24,12 @@ tuner::Algorithm algorithmOf(float** table, int numAlgo, int numProto) {
 ncclResult_t getV3(void* ctx, ncclFunc_t func, size_t nBytes, int, float** table, int numAlgo,
                    int numProto, int* nChannels) {
   return api::tunerGetCollInfo(ctx, func, nBytes, algorithmOf(table, numAlgo, numProto),
-                               nChannels);
+                               reinterpret_cast<float*>(table), numAlgo, numProto, nChannels);
 }
 ncclResult_t getV4(void* ctx, ncclFunc_t func, size_t nBytes, int, float** table, int numAlgo,
                    int numProto, int, int* nChannels) {
   return api::tunerGetCollInfo(ctx, func, nBytes, algorithmOf(table, numAlgo, numProto),
-                               nChannels);
+                               reinterpret_cast<float*>(table), numAlgo, numProto, nChannels);
 }
 ncclResult_t initV5(void** ctx, uint64_t, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
                     ncclNvlDomainInfo_v5_t*, ncclTunerConstants_v5_t*) {

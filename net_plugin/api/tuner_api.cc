@@ -11,6 +11,7 @@
 #include <string>
 
 #include "net_plugin/api/boundary.h"
+#include "net_plugin/tuner/algorithm_policy.h"
 #include "net_plugin/api/process.h"
 #include "net_plugin/base/devices.h"
 #include "net_plugin/base/params.h"
@@ -114,6 +115,7 @@ const tuner::Policy& tunerPolicy(ncclDebugLogger_t logger) {
     out.rankCpus = processState().usableCpus();
     out.bytesPerChannel = p.tunerChannelBytes;
     out.userChannels = false;
+    out.userAlgorithm = envSet("NCCL_ALGO") || envSet("NCCL_PROTO");
     for (const char* name : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",
                              "NCCL_MAX_CTAS", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS"}) {
       out.userChannels = out.userChannels || envSet(name);
@@ -167,17 +169,25 @@ ncclResult_t tunerInit(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, v
     // nothing of this communicator.
     auto* ctx = new TunerContext{{nRanks, nNodes, processState().initialized()}};
     BAGUA_INFO(static_cast<unsigned long>(NCCL_INIT) | NCCL_TUNING, "%s", tuner::describe(tunerPolicy(), ctx->comm).c_str());
+    if (tuner::picksAlgorithm(tunerPolicy(), ctx->comm)) {
+      BAGUA_INFO(static_cast<unsigned long>(NCCL_INIT) | NCCL_TUNING,
+                 "tuner: all_reduce of <= %zu bytes on Tree LL where NCCL picks Ring LL (2 ranks "
+                 "on 2 nodes; NCCL_ALGO or NCCL_PROTO keeps NCCL's)",
+                 tuner::kTreeMostBytes);
+    }
     *context = ctx;
     return Status::kOk;
   });
 }
 
 ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t func, size_t nBytes,
-                              tuner::Algorithm algorithm, int* nChannels) {
+                              tuner::Algorithm algorithm, float* table, int numAlgo, int numProto,
+                              int* nChannels) {
   return guarded("tunerGetCollInfo", [&](const char* fn) {
     BAGUA_CHECK_ARG(context != nullptr, "context is NULL");
     BAGUA_CHECK_ARG(nChannels != nullptr, "nChannels is NULL");
     const auto* ctx = static_cast<const TunerContext*>(context);
+    tuner::preferTreeLL(tunerPolicy(), ctx->comm, func, nBytes, table, numAlgo, numProto);
     int channels = tuner::channelsFor(tunerPolicy(), ctx->comm, func, nBytes, algorithm);
     if (channels > 0) *nChannels = channels;
     return Status::kOk;

@@ -30,9 +30,12 @@ int ncclVersionOf(const void* ncclCode);
 
 ncclResult_t tunerInit(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** context);
 // Sets *nChannels (0: NCCL's own choice) for NCCL's `algorithm` as far as
-// known; algorithm and protocol stay NCCL's.
+// known, and, where tuner/algorithm_policy.h says so, makes Tree LL the
+// cheapest entry of NCCL's cost `table` (numAlgo rows of numProto floats;
+// NULL for v2, which has none: algorithm and protocol then stay NCCL's).
 ncclResult_t tunerGetCollInfo(void* context, ncclFunc_t func, size_t nBytes,
-                              tuner::Algorithm algorithm, int* nChannels);
+                              tuner::Algorithm algorithm, float* table, int numAlgo, int numProto,
+                              int* nChannels);
 ncclResult_t tunerFinalize(void* context);
 
 }  // namespace bagua::net::api

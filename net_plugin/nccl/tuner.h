@@ -34,6 +34,8 @@ enum { NCCL_TUNING = 0x40 };
 // Rows of the cost table (nccl_tuner.h; the table is float[numAlgo][numProto],
 // handed over as float**). Only these two keep their index across versions.
 enum { NCCL_ALGO_TREE = 0, NCCL_ALGO_RING = 1 };
+// Columns: the protocols' indices are the same in every version.
+enum { NCCL_PROTO_LL = 0 };
 
 typedef struct {
   const char* name;

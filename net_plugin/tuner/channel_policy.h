@@ -53,6 +53,7 @@ struct Policy {
   // NCCL_MIN/MAX_NRINGS set (NCCL applies its minimum after its maximum, so
   // our floor would override a cap).
   bool userChannels = false;
+  bool userAlgorithm = false;  // NCCL_ALGO or NCCL_PROTO set: NCCL's algorithm is theirs
   bool otherNetwork = false;  // NCCL_NET names a network other than Bagua-Net
   // NCCL_TUNER_PLUGIN names another tuner, or none; or, with it unset, a
   // libnccl-tuner.so on the library path, which NCCL then takes instead of ours.

@@ -13,6 +13,7 @@
 
 #include "net_plugin/nccl/net_v8.h"
 #include "net_plugin/nccl/tuner.h"
+#include "net_plugin/tuner/algorithm_policy.h"
 #include "net_plugin/tuner/channel_policy.h"
 
 namespace bagua::net::tuner {
@@ -166,7 +167,69 @@ struct CostTable {
     }
   }
   const float* data() const { return &t[0][0]; }
+  float* data() { return &t[0][0]; }
 };
+
+// NCCL 2.28's table for a tiny all_reduce on 2 ranks on 2 nodes: Ring LL
+// just ahead of Tree LL.
+CostTable tinyTwoNodeTable() {
+  CostTable c;
+  c.t[NCCL_ALGO_TREE][0] = 16.8f;
+  c.t[NCCL_ALGO_TREE][2] = 36.4f;
+  c.t[NCCL_ALGO_RING][0] = 16.6f;
+  c.t[NCCL_ALGO_RING][2] = 36.4f;
+  return c;
+}
+
+TEST(AlgorithmPolicy, ATinyAllReduceOnTwoRanksGoesToTreeLL) {
+  Policy p;
+  for (size_t bytes : {size_t{4}, size_t{8}, kTreeMostBytes}) {
+    CostTable c = tinyTwoNodeTable();
+    EXPECT_TRUE(preferTreeLL(p, kTwoNodes, ncclFuncAllReduce, bytes, c.data(), 7, 3)) << bytes;
+    EXPECT_EQ(c.t[NCCL_ALGO_TREE][0], 0.0f);
+    EXPECT_EQ(c.t[NCCL_ALGO_RING][0], 16.6f) << "only Tree LL changes";
+  }
+}
+
+TEST(AlgorithmPolicy, EverythingElseKeepsNcclsChoice) {
+  Policy p;
+  struct Case {
+    const char* what;
+    Policy policy;
+    CommShape comm;
+    ncclFunc_t func;
+    size_t bytes;
+  };
+  Policy off = p, userAlgo = p, other = p;
+  off.enabled = false;
+  userAlgo.userAlgorithm = true;
+  other.otherTuner = true;
+  const Case cases[] = {
+      {"32 B: Ring measured ahead", p, kTwoNodes, ncclFuncAllReduce, kTreeMostBytes + 1},
+      {"4 ranks", p, CommShape{4, 4}, ncclFuncAllReduce, 8},
+      {"2 ranks on 1 node", p, CommShape{2, 1}, ncclFuncAllReduce, 8},
+      {"not Bagua-Net's", p, CommShape{2, 2, false}, ncclFuncAllReduce, 8},
+      {"all_gather", p, kTwoNodes, ncclFuncAllGather, 8},
+      {"BAGUA_NET_TUNER=0", off, kTwoNodes, ncclFuncAllReduce, 8},
+      {"NCCL_ALGO or NCCL_PROTO set", userAlgo, kTwoNodes, ncclFuncAllReduce, 8},
+      {"another tuner", other, kTwoNodes, ncclFuncAllReduce, 8},
+  };
+  for (const Case& c : cases) {
+    CostTable t = tinyTwoNodeTable();
+    EXPECT_FALSE(preferTreeLL(c.policy, c.comm, c.func, c.bytes, t.data(), 7, 3)) << c.what;
+    EXPECT_EQ(t.t[NCCL_ALGO_TREE][0], 16.8f) << c.what;
+  }
+  CostTable noTree = tinyTwoNodeTable();
+  noTree.t[NCCL_ALGO_TREE][0] = -1.0f;  // ruled out (NCCL_ALGO=Ring, say)
+  EXPECT_FALSE(preferTreeLL(p, kTwoNodes, ncclFuncAllReduce, 8, noTree.data(), 7, 3));
+  EXPECT_EQ(noTree.t[NCCL_ALGO_TREE][0], -1.0f);
+  CostTable simple = tinyTwoNodeTable();
+  simple.t[NCCL_ALGO_RING][2] = 10.0f;  // NCCL's pick is Ring Simple, not Ring LL
+  EXPECT_FALSE(preferTreeLL(p, kTwoNodes, ncclFuncAllReduce, 8, simple.data(), 7, 3));
+  EXPECT_FALSE(preferTreeLL(p, kTwoNodes, ncclFuncAllReduce, 8, nullptr, 7, 3)) << "v2: no table";
+  EXPECT_FALSE(picksAlgorithm(userAlgo, kTwoNodes));
+  EXPECT_TRUE(picksAlgorithm(p, kTwoNodes));
+}
 
 TEST(ChannelPolicy, TheWinningAlgorithmIsReadFromNcclsCostTable) {
   EXPECT_EQ(winningAlgorithm(nullptr, 7, 3), Algorithm::kUnknown);
@@ -274,13 +337,38 @@ struct CaseOptions {
   std::_Exit(0);
 }
 
+// In a child: the library as NCCL drives it (net init, v5 tuner on 2 ranks on
+// 2 nodes), one 8 B all_reduce with NCCL 2.28's cost table; exits 0 when Tree
+// LL's entry is (wantTree) or is not the cheapest afterwards.
+[[noreturn]] void runAlgorithmCase(bool wantTree) {
+  void* lib = dlopen(BAGUA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+  auto* net = lib ? static_cast<const ncclNet_v8_t*>(dlsym(lib, "ncclNetPlugin_v8")) : nullptr;
+  auto* t = lib ? static_cast<const ncclTuner_v5_t*>(dlsym(lib, "ncclTunerPlugin_v5")) : nullptr;
+  if (net == nullptr || t == nullptr || net->init(nullptr) != ncclSuccess) std::_Exit(2);
+  void* ctx = nullptr;
+  if (t->init(&ctx, 7, 2, 2, nullptr, nullptr, nullptr) != ncclSuccess) std::_Exit(3);
+  CostTable c = tinyTwoNodeTable();
+  int channels = 0;
+  t->getCollInfo(ctx, ncclFuncAllReduce, 8, 1, reinterpret_cast<float**>(c.data()), 7, 3, 0,
+                 &channels);
+  t->finalize(ctx);
+  bool tree = c.t[NCCL_ALGO_TREE][0] < c.t[NCCL_ALGO_RING][0];
+  if (tree != wantTree) {
+    std::fprintf(stderr, "Tree LL %g, Ring LL %g\n", c.t[NCCL_ALGO_TREE][0],
+                 c.t[NCCL_ALGO_RING][0]);
+    std::_Exit(1);
+  }
+  std::_Exit(channels == 0 ? 0 : 4);
+}
+
 class TunerLibrary : public ::testing::Test {
  protected:
   void SetUp() override {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     for (const char* name : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",
                              "NCCL_MAX_CTAS", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS", "NCCL_NET",
-                             "NCCL_TUNER_PLUGIN", "BAGUA_TEST_NCCL_VERSION"}) {
+                             "NCCL_TUNER_PLUGIN", "BAGUA_TEST_NCCL_VERSION", "NCCL_ALGO",
+                             "NCCL_PROTO"}) {
       unsetenv(name);
     }
     unsetenv("BAGUA_NET_TUNER");
@@ -302,6 +390,18 @@ TEST_F(TunerLibrary, SetsTheFloorAndTunesBigCollectives) {
     EXPECT_EXIT(runLibraryCase(version, "16", 16), ::testing::ExitedWithCode(0), "")
         << "v" << version;
   }
+}
+
+TEST_F(TunerLibrary, ATinyAllReduceOnTwoRanksGoesToTreeLLUnlessTheUserChose) {
+  EXPECT_EXIT(runAlgorithmCase(true), ::testing::ExitedWithCode(0), "");
+  setenv("NCCL_ALGO", "Ring,Tree", 1);
+  EXPECT_EXIT(runAlgorithmCase(false), ::testing::ExitedWithCode(0), "");
+  unsetenv("NCCL_ALGO");
+  setenv("NCCL_PROTO", "LL", 1);
+  EXPECT_EXIT(runAlgorithmCase(false), ::testing::ExitedWithCode(0), "");
+  unsetenv("NCCL_PROTO");
+  setenv("BAGUA_NET_TUNER", "0", 1);
+  EXPECT_EXIT(runAlgorithmCase(false), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(TunerLibrary, UsersMinChannelsWins) {
