@@ -11,10 +11,10 @@
 #include <string>
 
 #include "net_plugin/api/boundary.h"
-#include "net_plugin/tuner/algorithm_policy.h"
 #include "net_plugin/api/process.h"
 #include "net_plugin/base/devices.h"
 #include "net_plugin/base/params.h"
+#include "net_plugin/tuner/algorithm_policy.h"
 
 namespace bagua::net::api {
 namespace {
