@@ -38,9 +38,7 @@ std::string versionText(int code) {
 
 int floorChannels(const Policy& policy) {
   if (policy.channels > 0) return policy.channels;
-  if (policy.rankCpus > 0 && policy.rankCpus < kCpusForAllChannels) {
-    return std::max(policy.rankCpus, 2);
-  }
+  if (policy.rankCpus > 0) return std::clamp(policy.rankCpus, 2, kAutoChannels);
   return kAutoChannels;
 }
 
@@ -125,7 +123,7 @@ std::string describe(const Policy& policy, const CommShape& comm) {
     std::snprintf(line, sizeof line,
                   "tuner leaves channels to NCCL: this rank's share of %d CPUs is served best by "
                   "NCCL's own 2 (one channel per CPU below %d)",
-                  policy.rankCpus, kCpusForAllChannels);
+                  policy.rankCpus, kAutoChannels);
   } else if (comm.nNodes <= 1) {
     std::snprintf(line, sizeof line,
                   "tuner leaves a communicator of %zu ranks on one node to NCCL", comm.nRanks);

@@ -1,5 +1,5 @@
 // The tuner's decisions, as plain functions of what it is told (tables in,
-// choices out; tests/net_plugin/tuner_test.cc): the channel floor NCCL should
+// choices out; tests/net_plugin/nccl_tuner_test.cc): the channel floor NCCL should
 // create at init, and the channels of one collective.
 //
 // Why channels: on a network path NCCL's topology search gives 2 channels,
@@ -24,12 +24,17 @@
 // whose speed nobody reports (lo, many virtual NICs) is not capped: over lo
 // the 16 channels are the measured win above.
 //
-// Where a rank's share of the host's CPUs is below kCpusForAllChannels (4
-// ranks on 16 CPUs: 4; 8 ranks: 2), the automatic floor is that share (at
-// least 2; at 2 the tuner leaves NCCL's own channels alone): with 16 channels
-// every rank ran 32 connections' workers on its few CPUs, and all_reduce at
-// 16-256 MiB moved 0.67-0.90x what 4 channels did at 4 ranks and 0.58-0.88x
-// what NCCL's 2 did at 8 ranks, two runs (bench/results/caller_stream_gpu_2026-11-29).
+// The automatic floor is one channel per CPU of the rank's share of the host,
+// at most kAutoChannels (2 ranks on 16 CPUs: 8; 4 ranks: 4; 8 ranks: 2, where
+// the tuner leaves NCCL's own channels alone). With 16 channels every rank ran
+// 32 connections' workers on its few CPUs, and all_reduce at 16-256 MiB moved
+// 0.67-0.90x what 4 channels did at 4 ranks and 0.58-0.88x what NCCL's 2 did
+// at 8 ranks, two runs (bench/results/caller_stream_gpu_2026-11-29). At 2
+// ranks (8 CPUs each) 8 channels moved 1.02-1.20x what 16 did at 16-256 MiB
+// on two machines, and 6 or 12 about as much as 8
+// (bench/results/channel_floor_gpu_2026-12-03). Likely cause, not proven: the
+// bytes staged in host memory, channels x NCCL_BUFFSIZE, outgrow what the host
+// caches (16 channels with NCCL_BUFFSIZE=1 MiB gained as well).
 //
 // NCCL's tuner can only lower a communicator's channels below what init
 // created, so the floor has to be in place before NCCL reads
@@ -70,9 +75,8 @@ inline constexpr int kFirstNcclWithNetPluginTuner = 22100;
 
 // Link speed per channel for the cap (see above).
 inline constexpr int kMbpsPerChannel = 1250;
-// The automatic floor, and the CPU share from which a rank gets all of it.
-inline constexpr int kAutoChannels = 16;
-inline constexpr int kCpusForAllChannels = 8;
+// The most the automatic floor gives (one per CPU of the rank's share up to it).
+inline constexpr int kAutoChannels = 8;
 
 // The floor before the link's cap: the knob, or the automatic one.
 int floorChannels(const Policy& policy);

@@ -25,7 +25,8 @@ const CommShape kOneNode{8, 1};
 
 TEST(ChannelPolicy, FloorOnlyWhenOnAndTheUserChoseNone) {
   Policy on;
-  EXPECT_EQ(channelFloor(on), 16);
+  EXPECT_EQ(channelFloor(on), kAutoChannels);
+  EXPECT_EQ(kAutoChannels, 8);
   Policy off = on;
   off.enabled = false;
   EXPECT_EQ(channelFloor(off), 0);
@@ -38,7 +39,7 @@ TEST(ChannelPolicy, FloorOnlyWhenOnAndTheUserChoseNone) {
 }
 
 TEST(ChannelPolicy, ChannelsFollowTheSize) {
-  Policy p;  // 1 MiB per channel, 2..16
+  Policy p;  // 1 MiB per channel, 2..8
   struct Case {
     size_t bytes;
     int channels;
@@ -48,9 +49,10 @@ TEST(ChannelPolicy, ChannelsFollowTheSize) {
       {kSmallBytes, 2},       // the least the tuner gives
       {2 * kMiB, 2},          //
       {3 * kMiB, 3},          //
-      {8 * kMiB + 1, 9},      // rounded up
-      {16 * kMiB, 16},        //
-      {1024 * kMiB, 16},      // at most the floor
+      {5 * kMiB + 1, 6},      // rounded up
+      {8 * kMiB, 8},          //
+      {16 * kMiB, 8},         // at most the floor
+      {1024 * kMiB, 8},       //
   };
   for (const Case& c : cases) {
     EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, c.bytes), c.channels) << c.bytes;
@@ -75,12 +77,14 @@ TEST(ChannelPolicy, LeavesAloneWhatItMustNotTune) {
 }
 
 TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
-  Policy p;  // floor 16, 1 MiB per channel
+  Policy p;  // floor 8, 1 MiB per channel
   p.linkMbps = 10000;  // one channel per 1250 Mbit/s: 8
   EXPECT_EQ(mostChannels(p), 8);
   EXPECT_EQ(channelFloor(p), 8);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 3 * kMiB), 3);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 8);
+  p.linkMbps = 5000;  // 4: under the floor of 8, and the log says why
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 4);
   EXPECT_NE(describe(p, kTwoNodes).find("capped by the link"), std::string::npos);
   p.linkMbps = 2500;  // NCCL's own 2 fill it: no floor, collectives left alone
   EXPECT_EQ(mostChannels(p), 2);
@@ -92,13 +96,16 @@ TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
   p.linkMbps = 6250;
   EXPECT_EQ(channelFloor(p), 5);
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 5);
-  p.linkMbps = 25000;  // a cap of 20: the floor of 16 is the limit
+  p.linkMbps = 25000;  // a cap of 20: the floor of 8 is the limit
+  EXPECT_EQ(channelFloor(p), 8);
+  p.channels = 16;  // and a floor knob of 16 under it is kept
   EXPECT_EQ(channelFloor(p), 16);
-  p.linkMbps = 400000;  // fast: the floor knob is the limit
-  EXPECT_EQ(channelFloor(p), 16);
-  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 16);
+  p.channels = 0;
+  p.linkMbps = 400000;  // fast: the floor is the limit
+  EXPECT_EQ(channelFloor(p), 8);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB), 8);
   p.linkMbps = 0;  // unknown (lo): not capped
-  EXPECT_EQ(channelFloor(p), 16);
+  EXPECT_EQ(channelFloor(p), 8);
   p.channels = 1;  // a floor knob of 1 on an unknown link is still the user's floor
   EXPECT_EQ(channelFloor(p), 1);
   EXPECT_EQ(describe(p, kTwoNodes).find("Mbit/s"), std::string::npos);
@@ -108,8 +115,12 @@ TEST(ChannelPolicy, AKnownLinkSpeedCapsTheChannels) {
 
 TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
   Policy p;  // automatic floor
-  p.rankCpus = 8;  // 2 ranks on 16 CPUs: all 16
-  EXPECT_EQ(channelFloor(p), 16);
+  p.rankCpus = 8;  // 2 ranks on 16 CPUs: 8
+  EXPECT_EQ(channelFloor(p), 8);
+  p.rankCpus = 64;  // 1 rank on 64 CPUs: still at most 8
+  EXPECT_EQ(channelFloor(p), 8);
+  p.rankCpus = 6;
+  EXPECT_EQ(channelFloor(p), 6);
   p.rankCpus = 4;  // 4 ranks on 16 CPUs
   EXPECT_EQ(channelFloor(p), 4);
   EXPECT_EQ(mostChannels(p), 4);
@@ -132,7 +143,7 @@ TEST(ChannelPolicy, ARankWithFewCpusGetsOneChannelPerCpu) {
 
 TEST(ChannelPolicy, AnotherNetworkTunerOrAnNcclWithoutOurTunerGetsNoFloor) {
   Policy p;
-  EXPECT_EQ(channelFloor(p), 16);
+  EXPECT_EQ(channelFloor(p), 8);
   Policy net = p;
   net.otherNetwork = true;  // NCCL_NET=IB
   EXPECT_EQ(channelFloor(net), 0);
@@ -147,7 +158,7 @@ TEST(ChannelPolicy, AnotherNetworkTunerOrAnNcclWithoutOurTunerGetsNoFloor) {
   EXPECT_EQ(channelFloor(old), 0);
   EXPECT_NE(describe(old, kTwoNodes).find("NCCL 2.20.5"), std::string::npos);
   old.ncclVersion = 22105;  // 2.21.5 does
-  EXPECT_EQ(channelFloor(old), 16);
+  EXPECT_EQ(channelFloor(old), 8);
 }
 
 TEST(ChannelPolicy, ACommunicatorBaguaNetDoesNotCarryIsLeftAlone) {
@@ -256,7 +267,7 @@ TEST(ChannelPolicy, TheWinningAlgorithmIsReadFromNcclsCostTable) {
   EXPECT_EQ(winningAlgorithm(stride.data(), 7, 3), Algorithm::kOther);
   Policy p;
   EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB, Algorithm::kOther), 0);
-  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB, Algorithm::kTreeOrRing), 16);
+  EXPECT_EQ(channelsFor(p, kTwoNodes, ncclFuncAllReduce, 64 * kMiB, Algorithm::kTreeOrRing), 8);
 }
 
 // What a library case runs beyond the defaults.
