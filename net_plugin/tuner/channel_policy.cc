@@ -122,7 +122,7 @@ std::string describe(const Policy& policy, const CommShape& comm) {
   } else if (cpusFilledByTwo(policy)) {
     std::snprintf(line, sizeof line,
                   "tuner leaves channels to NCCL: this rank's share of %d CPUs is served best by "
-                  "NCCL's own 2 (one channel per CPU below %d)",
+                  "NCCL's own 2 (one channel per CPU, at most %d)",
                   policy.rankCpus, kAutoChannels);
   } else if (comm.nNodes <= 1) {
     std::snprintf(line, sizeof line,

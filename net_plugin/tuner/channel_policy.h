@@ -22,7 +22,7 @@
 // collective over the channels each rank names), so it rests on the link's
 // speed and the message size only, never on a measured round trip. A link
 // whose speed nobody reports (lo, many virtual NICs) is not capped: over lo
-// the 16 channels are the measured win above.
+// the floor's channels are the measured win above and below.
 //
 // The automatic floor is one channel per CPU of the rank's share of the host,
 // at most kAutoChannels (2 ranks on 16 CPUs: 8; 4 ranks: 4; 8 ranks: 2, where
@@ -31,7 +31,7 @@
 // 0.67-0.90x what 4 channels did at 4 ranks and 0.58-0.88x what NCCL's 2 did
 // at 8 ranks, two runs (bench/results/caller_stream_gpu_2026-11-29). At 2
 // ranks (8 CPUs each) 8 channels moved 1.02-1.20x what 16 did at 16-256 MiB
-// on two machines, and 6 or 12 about as much as 8
+// on three machines, and 6 or 12 about as much as 8 on one
 // (bench/results/channel_floor_gpu_2026-12-03). Likely cause, not proven: the
 // bytes staged in host memory, channels x NCCL_BUFFSIZE, outgrow what the host
 // caches (16 channels with NCCL_BUFFSIZE=1 MiB gained as well).
