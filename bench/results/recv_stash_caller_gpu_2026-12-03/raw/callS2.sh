@@ -1,7 +1,7 @@
 #!/bin/bash
 # call S2: why call S1's "off" (BAGUA_NET_RECV_STASH=0) sweeps never finished: 4 ranks, logs
 # kept, thread states dumped 30 s in; then the stash build (default) against main's plugin and
-# socket at 4/8/2 ranks, small messages.
+# socket at 4/8/2 ranks, small messages. DIAG_ONLY=1: the first part only (call S3).
 cd "$(dirname "$0")/.." && . .device/common.sh
 build_nt || exit 1
 export PLUGIN=$PWD/.device/plugin_stash/libnccl-net-bagua.so LIMIT_STREAMS="" CAP_S=45
@@ -23,6 +23,7 @@ for cfg in off=BAGUA_NET_RECV_STASH=0 main=$MAIN bagua; do
   kill $w 2>/dev/null; grep "rc=" $D/$n.txt
 done
 R=$OUT/meas; mkdir -p $R
+[ "${DIAG_ONLY:-0}" = 1 ] ||
 for np in 4 8 2; do
   SIZES="-b 8 -e 1M -f 8" ITERS="-n 300 -w 30" REPS=3 RANKS=$np CONFIGS="bagua main=$MAIN socket" \
     timeout 130 bash bench/gpu/net_defaults.sh $R/c$np > $R/c$np.txt 2>&1
