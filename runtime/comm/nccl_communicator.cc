@@ -13,6 +13,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device_scope.h"
 #include "runtime/cuda/stream_event.h"
+#include "runtime/store/barrier.h"
 
 namespace bagua {
 namespace {
@@ -96,7 +97,18 @@ NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device,
     std::vector<uint8_t> bytes(sizeof(id));
     std::memcpy(bytes.data(), &id, sizeof(id));
     store.set(key, bytes);
-  } else {
+  }
+  // NCCL's init has no deadline of its own: a rank that never comes (it
+  // crashed, or the job's world size is wrong) would leave the others in
+  // ncclCommInitRank for ever. Every rank meets here first, within the
+  // timeout, or the error names the ranks that did not.
+  try {
+    bagua::barrier(store, rank, size, options_.prefix + "/init", options_.timeout);
+  } catch (const TimeoutError& e) {
+    BAGUA_THROW(TimeoutError, "NCCL communicator setup (rank " + std::to_string(rank) + " of " +
+                                  std::to_string(size) + "): " + e.what());
+  }
+  if (rank != 0) {
     std::vector<uint8_t> bytes = store.get(key, options_.timeout);
     BAGUA_ENFORCE(bytes.size() == sizeof(id), "NCCL unique id in the store has the wrong size");
     std::memcpy(&id, bytes.data(), sizeof(id));

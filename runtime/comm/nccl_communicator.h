@@ -2,7 +2,10 @@
 // (a background one: lowest priority, few channels; Options::background).
 //
 // Rank 0 creates the NCCL unique id and publishes it in the store; every
-// rank joins with ncclCommInitRank on its device. Operations are enqueued on
+// rank meets the others at a store barrier (NCCL's init has no deadline: a
+// rank that never comes fails the others with a TimeoutError naming it) and
+// joins with ncclCommInitRank on its device. A rank that dies after the
+// barrier and before NCCL's init finishes is not caught (a narrow window). Operations are enqueued on
 // the communicator's stream and return an event-backed Work, so the host
 // never blocks per operation. A Work that does not complete within the
 // timeout aborts the communicator (ncclCommAbort) and fails with a

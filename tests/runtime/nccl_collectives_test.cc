@@ -1,9 +1,10 @@
 // GPU suite: NcclCommunicator's reductions for every dtype x op (allreduce,
 // reduce at every root, reduceScatter; the bitwise ops through the slice
 // kernel), gather, scatter, alltoallv, a background communicator's
-// collectives, zero-size operations and argument errors, on 1 and 2 ranks, one forked rank per GPU (the parent never touches
-// CUDA). Inputs are small integers: results are exact. Skips when there are
-// fewer GPUs than ranks.
+// collectives, zero-size operations and argument errors, on 1 and 2 ranks,
+// one forked rank per GPU (the parent never touches CUDA); setup with a rank
+// that never joins. Inputs are small integers: results are exact. Skips when
+// there are fewer GPUs than ranks.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -278,6 +279,35 @@ TEST_P(NcclCollectives, ZeroSizeOperationsCompleteAndBadArgumentsAreRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, NcclCollectives, ::testing::Values(1, 2));
+
+// A rank that never joins (crashed, or the world size is wrong): the others'
+// setup fails within the timeout, naming it, instead of waiting in NCCL's
+// init, which has no deadline. Rank 1 exits at once; rank 0 alone needs one GPU.
+TEST(NcclSetup, ARankThatNeverJoinsFailsTheOthersWithinTheTimeoutNamingIt) {
+  if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
+  auto outcomes = runRanks(
+      2,
+      [](int rank, int size, Store& store) {
+        if (rank == 1) return 0;
+        cudaCheck(cudaSetDevice(0), "cudaSetDevice");
+        NcclCommunicator::Options o;
+        o.timeout = 2s;
+        auto start = std::chrono::steady_clock::now();
+        try {
+          NcclCommunicator comm(store, rank, size, 0, o);
+        } catch (const TimeoutError& e) {
+          std::string what = e.what();
+          check(what.find("rank 1 of 2 did not arrive") != std::string::npos,
+                "the error does not name rank 1: " + what);
+          check(std::chrono::steady_clock::now() - start < 30s, "setup took over 30 s to fail");
+          return 0;
+        }
+        check(false, "setup succeeded without rank 1");
+        return 1;
+      },
+      90s);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
 
 }  // namespace
 }  // namespace bagua::testing
