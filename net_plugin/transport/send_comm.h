@@ -58,8 +58,9 @@ class SendStream;
 // (bench/results/spin_backoff_gpu_2026-12-01). 2 KiB against 512 B, 4 ranks
 // (8 paired sweeps): a 512 B-1 KiB all_reduce (LL: 1-2 KiB on the wire) took
 // 0.78-0.81x the time, which was socket's level before (0.99-1.13x its time in
-// three runs, 0.77-0.83x now); 2-4 KiB took 1.12x (0.67x socket's -> 0.73-0.76x),
-// 8-256 B and 8 KiB up the same (bench/results/small_final_gpu_2026-12-04).
+// three runs, 0.77-0.83x now); 2-4 KiB (Ring LL: 1-2 KiB pieces) took 1.12x
+// (0.67x socket's -> 0.73-0.76x), 8-256 B and 8 KiB up the same
+// (bench/results/small_final_gpu_2026-12-04).
 inline constexpr size_t kCallerStreamBytesWhileSpinning = 2048;
 // ... on a rank whose share of the host's CPUs is below this; from it the
 // spinning workers take every message while the host is quiet (2 ranks on 16
