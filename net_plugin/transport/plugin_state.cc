@@ -91,13 +91,12 @@ CallerStreamUse PluginState::callerStream() const {
   if (engineKind() == EngineKind::kInline) return {engineSpinUs() == 0, params_.minSplitBytes};
   // Auto: every connection has one. Where workers sleep it carries every message up to
   // BAGUA_NET_MIN_SPLIT_BYTES; where they spin, the smallest on a rank of
-  // few CPUs and none on one of many; and every small message once the
-  // host's CPUs turn out busy (send_comm.h).
-  size_t quiet = params_.minSplitBytes;
-  if (engineSpinUs() > 0) {
-    quiet = usableCpus_ < kCpusForWorkersAlone ? kCallerStreamBytesWhileSpinning : 0;
+  // few CPUs (fewer within a run of messages) and none on one of many; and
+  // every small message once the host's CPUs turn out busy (send_comm.h).
+  if (engineSpinUs() > 0 && usableCpus_ < kCpusForWorkersAlone) {
+    return {true, kCallerStreamBytesWhileSpinning, kCallerStreamBytesInARun};
   }
-  return {true, quiet};
+  return {true, engineSpinUs() > 0 ? 0 : params_.minSplitBytes};
 }
 
 std::shared_ptr<Engine> PluginState::engine() {

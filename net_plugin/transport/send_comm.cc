@@ -8,8 +8,8 @@
 
 #include "net_plugin/base/cpu_budget.h"
 #include "net_plugin/base/hop_trace.h"
-#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/base/log.h"
+#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/caller_wait.h"
 
 namespace bagua::net {
@@ -26,6 +26,7 @@ SendComm::SendComm(std::vector<Fd> fds, std::string peer, std::shared_ptr<Engine
       minSplitBytes_(minSplitBytesFor(params.minSplitBytes, 0)),
       limiter_(std::move(limiter)) {
   callerQuietBytes_ = std::min(caller.quietBytes, minSplitBytes_);
+  callerQuietBytesInARun_ = std::min(caller.quietBytesInARun, callerQuietBytes_);
   size_t data = fds.size() - (caller.open && fds.size() > 1 ? 1 : 0);
   if (data < fds.size()) callerIndex_ = static_cast<int>(data);
   active_ = static_cast<int>(data);
@@ -110,7 +111,14 @@ bool SendComm::sendInlineLocked(Request* req) {
   // full took nothing: an idle worker stream may still take the message.
   // Where workers spin it takes only the smallest messages, unless they
   // lose their CPUs (a busy host, where a worker must be woken).
-  if (callerIndex_ >= 0 && req->size <= callerStreamBytesLocked() &&
+  // A message the run rule could move: is it its comm's second within the gap?
+  bool inARun = false;
+  if (callerQuietBytesInARun_ < callerQuietBytes_ && req->size > callerQuietBytesInARun_) {
+    int64_t now = steadyNs();
+    inARun = now - lastIsendNs_ < kCallerStreamRunGapNs;
+    lastIsendNs_ = now;
+  }
+  if (callerIndex_ >= 0 && req->size <= callerStreamBytesLocked(inARun) &&
       idle_[static_cast<size_t>(callerIndex_)] &&
       sendWholeLocked(req, static_cast<size_t>(callerIndex_))) {
     return true;
@@ -123,13 +131,13 @@ bool SendComm::sendInlineLocked(Request* req) {
   return sendWholeLocked(req, stream);
 }
 
-size_t SendComm::callerStreamBytesLocked() const {
+size_t SendComm::callerStreamBytesLocked(bool inARun) const {
   // A busy host: every message a spin would have been earned by (at most
   // 64 KiB, not the 4 MiB of a 2-CPU process's whole messages).
   if (spinsLostRecently() || callersWaitedRecently()) {
     return std::max(callerQuietBytes_, std::min(minSplitBytes_, kSpinMessageBytes));
   }
-  return callerQuietBytes_;
+  return inARun ? callerQuietBytesInARun_ : callerQuietBytes_;
 }
 
 bool SendComm::sendWholeLocked(Request* req, size_t stream) {

@@ -56,12 +56,16 @@ class SendStream;
 // (bench/results/recheck_gpu_2026-11-29); with 8 busy loops on the host,
 // spinning workers took 3-7x the time of the caller stream at 8 B-256 KiB
 // (bench/results/spin_backoff_gpu_2026-12-01). 2 KiB against 512 B, 4 ranks
-// (8 paired sweeps): a 512 B-1 KiB all_reduce (LL: 1-2 KiB on the wire) took
-// 0.78-0.81x the time, which was socket's level before (0.99-1.13x its time in
-// three runs, 0.77-0.83x now); 2-4 KiB (Ring LL: 1-2 KiB pieces) took 1.12x
-// (0.67x socket's -> 0.73-0.76x), 8-256 B and 8 KiB up the same
-// (bench/results/small_final_gpu_2026-12-04).
+// (8 paired sweeps): a Tree LL all_reduce of 512 B-1 KiB (1-2 KiB on the wire)
+// took 0.78-0.81x the time, which was socket's level before (0.99-1.13x its
+// time in three runs); but a Ring LL one of 2-4 KiB, cut into 1-2 KiB pieces
+// sent one after another on each connection, took 1.12x. So a message above
+// kCallerStreamBytesInARun that follows another of its connection within
+// kCallerStreamRunGapNs (a ring's next step; a tree sends one per collective)
+// goes to the spinning workers (bench/results/small_final_gpu_2026-12-04).
 inline constexpr size_t kCallerStreamBytesWhileSpinning = 2048;
+inline constexpr size_t kCallerStreamBytesInARun = 512;
+inline constexpr int64_t kCallerStreamRunGapNs = 40'000;
 // ... on a rank whose share of the host's CPUs is below this; from it the
 // spinning workers take every message while the host is quiet (2 ranks on 16
 // CPUs: 8-64 B took 1.16x the time with them on the caller stream).
@@ -73,6 +77,9 @@ struct CallerStreamUse {
   // The largest message it takes while no spin of the process lost its CPU
   // (every message up to minSplitBytes once one did).
   size_t quietBytes = 0;
+  // ... of those, the largest it takes within a run: a message that follows
+  // another of the connection within kCallerStreamRunGapNs.
+  size_t quietBytesInARun = SIZE_MAX;
 };
 
 class SendComm final : public Comm {
@@ -111,27 +118,26 @@ class SendComm final : public Comm {
  protected:
   bool busyLocked() const override { return pool_.anyUnfinished(); }
   void releaseLocked(Request* req) override { pool_.release(req); }
-  bool mayUseCallerStream(const Request* req) const override {
-    return req->size <= minSplitBytes_;
-  }
+  bool mayUseCallerStream(const Request* req) const override { return req->size <= minSplitBytes_; }
 
  private:
   // Under mutex_: tries the fast path for `req`; true when it took the message.
   bool sendInlineLocked(Request* req);
   // Under mutex_: the largest message the caller stream takes now
-  // (CallerStreamUse::quietBytes, more while spins are lost).
-  size_t callerStreamBytesLocked() const;
+  // (CallerStreamUse::quietBytes, or quietBytesInARun when `inARun`; more
+  // while spins are lost).
+  size_t callerStreamBytesLocked(bool inARun = false) const;
   // Under mutex_: sends `req` whole on the idle `stream` from this thread.
   bool sendWholeLocked(Request* req, size_t stream);
 
   RequestPool pool_;
-  std::deque<Request*> queue_;        // (mutex) messages with chunks not yet taken
-  uint64_t cursor_ = 0;               // (mutex) bytes of queue_.front() already taken
-  uint64_t nextSeq_ = 0;              // (mutex)
-  std::vector<bool> idle_;            // (mutex) per stream: waiting for work
-  int active_;                        // (mutex) streams [0, active_) take chunks
-  int callerIndex_ = -1;              // the caller stream's index, or -1
-  uint64_t callerMessages_ = 0;       // (mutex) messages it took
+  std::deque<Request*> queue_;   // (mutex) messages with chunks not yet taken
+  uint64_t cursor_ = 0;          // (mutex) bytes of queue_.front() already taken
+  uint64_t nextSeq_ = 0;         // (mutex)
+  std::vector<bool> idle_;       // (mutex) per stream: waiting for work
+  int active_;                   // (mutex) streams [0, active_) take chunks
+  int callerIndex_ = -1;         // the caller stream's index, or -1
+  uint64_t callerMessages_ = 0;  // (mutex) messages it took
   // (mutex) The caller stream carries only messages from this sequence on:
   // it may send a small message ahead of older queued ones, and a stream's
   // messages must stay in order for the receiver's parking (recv_comm.h).
@@ -140,7 +146,9 @@ class SendComm final : public Comm {
   std::optional<StreamTuner> tuner_;  // (mutex) set when the count adapts
   size_t chunkBytes_;
   size_t minSplitBytes_;
-  size_t callerQuietBytes_;  // CallerStreamUse::quietBytes, at most minSplitBytes_
+  size_t callerQuietBytes_;        // CallerStreamUse::quietBytes, at most minSplitBytes_
+  size_t callerQuietBytesInARun_;  // CallerStreamUse::quietBytesInARun, at most that
+  int64_t lastIsendNs_ = 0;        // (mutex) when isend() last took one above quietBytesInARun
   std::shared_ptr<RateLimiter> limiter_;
 };
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "net_plugin/base/params.h"
+#include "net_plugin/base/steady_ns.h"
 #include "net_plugin/engine/engine.h"
 #include "net_plugin/engine/spin_governor.h"
 #include "net_plugin/transport/send_comm.h"
@@ -229,6 +230,76 @@ TEST(CallerStreamShare, LargerMessagesTakeItOnlyAfterASpinLostItsCpu) {
   send(small);
   EXPECT_EQ(comm.callerStreamMessages(), 2u)
       << "1 KiB did not go to the caller stream on a busy host";
+  EXPECT_TRUE(comm.close());
+  ::close(dataFar);
+  ::close(callerFar);
+}
+
+// Where workers spin, a message up to quietBytes takes the caller stream when
+// it comes on its own (a tree's one message per collective), and one above
+// quietBytesInARun that follows another within kCallerStreamRunGapNs (a
+// ring's next step) goes to a worker's stream; the smallest always take it.
+TEST(CallerStreamShare, WithinARunOnlyTheSmallestTakeIt) {
+  Params p;
+  p.minSplitBytes = 64 * 1024;
+  p.zeroCopy = ZeroCopyMode::kOff;
+  TwoStreams streams;
+  openTwoStreams(p, CallerStreamUse{.open = true, .quietBytes = 2048, .quietBytesInARun = 512},
+                 &streams);
+  ASSERT_FALSE(HasFailure());
+  SendComm& comm = *streams.comm;
+  const int dataFar = streams.dataFar, callerFar = streams.callerFar;
+  std::vector<uint8_t> tiny(256, 1), small(1024, 2), sink;
+  std::vector<Request*> sent;
+  auto isend = [&](std::vector<uint8_t>& message) {
+    Request* req = nullptr;
+    ASSERT_EQ(comm.isend(message.data(), message.size(), &req), Status::kOk);
+    ASSERT_NE(req, nullptr);
+    sent.push_back(req);
+  };
+  auto finishAll = [&] {
+    for (Request* req : sent) {
+      for (int i = 0; i < 100000 && !finished(comm, req); ++i) {
+        drain(dataFar, &sink);
+        drain(callerFar, &sink);
+        std::this_thread::sleep_for(10us);
+      }
+    }
+    sent.clear();
+  };
+  auto pause = [] {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(3 * kCallerStreamRunGapNs));
+  };
+  // A repeated run (or an earlier test) waits out a lost spin: it widens the share.
+  for (int i = 0; i < 300 && spinsLostRecently(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_FALSE(spinsLostRecently());
+  // Two 1 KiB messages back to back: the first on its own takes the caller
+  // stream, the second (in a run) does not. Only a pair sent well within the
+  // gap counts (a preempted test thread tries again).
+  bool paired = false;
+  for (int attempt = 0; attempt < 50 && !paired; ++attempt) {
+    pause();
+    uint64_t before = comm.callerStreamMessages();
+    int64_t start = steadyNs();
+    isend(small);
+    isend(small);
+    paired = steadyNs() - start < kCallerStreamRunGapNs / 2;
+    uint64_t took = comm.callerStreamMessages() - before;
+    finishAll();
+    if (paired) {
+      EXPECT_EQ(took, 1u) << "of two 1 KiB messages in a run, not only the first took it";
+    }
+  }
+  EXPECT_TRUE(paired) << "no two isend()s came within " << kCallerStreamRunGapNs / 2000 << " us";
+  uint64_t before = comm.callerStreamMessages();
+  isend(tiny);
+  isend(tiny);
+  finishAll();
+  EXPECT_EQ(comm.callerStreamMessages() - before, 2u) << "256 B in a run did not take it";
+  pause();
+  isend(small);
+  finishAll();
+  EXPECT_EQ(comm.callerStreamMessages() - before, 3u) << "1 KiB after a pause did not take it";
   EXPECT_TRUE(comm.close());
   ::close(dataFar);
   ::close(callerFar);

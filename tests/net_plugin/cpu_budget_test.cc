@@ -449,8 +449,9 @@ TEST(AutoSizing, WholeMessagesUpTo4MiBOnTwoOrFewerCpus) {
 }
 
 // Which messages the caller stream takes (send_comm.h), per rank share of a
-// 16-CPU host: every small one where workers sleep, up to 512 B where they
-// spin on few CPUs, none (while the host is quiet) where they spin on many.
+// 16-CPU host: every small one where workers sleep, up to 2 KiB where they
+// spin on few CPUs (512 B within a run of messages), none (while the host is
+// quiet) where they spin on many.
 TEST(AutoSizing, CallerStreamPerRankShare) {
   Params p;
   p.localRanks = 2;  // 8 CPUs each: workers spin
@@ -461,6 +462,8 @@ TEST(AutoSizing, CallerStreamPerRankShare) {
   CallerStreamUse four = PluginState(p, budget(16, 0, 16)).callerStream();
   EXPECT_TRUE(four.open);
   EXPECT_EQ(four.quietBytes, kCallerStreamBytesWhileSpinning);
+  EXPECT_EQ(four.quietBytesInARun, kCallerStreamBytesInARun);
+  EXPECT_LT(four.quietBytesInARun, four.quietBytes);
   p.localRanks = 8;  // 2 each: workers sleep
   PluginState eight(p, budget(16, 0, 16));
   EXPECT_EQ(eight.engineSpinUs(), 0);
