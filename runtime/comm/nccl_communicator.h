@@ -5,12 +5,12 @@
 // rank meets the others at a store barrier (NCCL's init has no deadline: a
 // rank that never comes fails the others with a TimeoutError naming it) and
 // joins with ncclCommInitRank on its device. A rank that dies after the
-// barrier and before NCCL's init finishes is not caught (a narrow window). Operations are enqueued on
-// the communicator's stream and return an event-backed Work, so the host
-// never blocks per operation. A Work that does not complete within the
-// timeout aborts the communicator (ncclCommAbort) and fails with a
-// TimeoutError naming the operation; NCCL's asynchronous errors (a dead
-// peer) surface the same way as CommError.
+// barrier and before NCCL's init finishes is not caught (a narrow window).
+// Operations are enqueued on the communicator's stream and return an
+// event-backed Work, so the host never blocks per operation. A Work that does
+// not complete within the timeout aborts the communicator (ncclCommAbort)
+// and fails with a TimeoutError naming the operation; NCCL's asynchronous
+// errors (a dead peer) surface the same way as CommError.
 //
 // ncclAvg is not used on a one-rank communicator (NCCL 2.27.5-2.29.6 give
 // wrong one-rank averages, NVIDIA/nccl#1950): there it is a sum, which for

@@ -124,6 +124,23 @@ void openTwoStreams(const Params& p, CallerStreamUse caller, TwoStreams* out) {
       std::make_unique<SendComm>(std::move(fds), "peer", out->engine, nullptr, p, 1, caller);
 }
 
+// Tests `req` until it is done, reading both far ends meanwhile.
+void finishSend(TwoStreams& streams, Request* req) {
+  std::vector<uint8_t> sink;
+  for (int i = 0; i < 100000 && !finished(*streams.comm, req); ++i) {
+    drain(streams.dataFar, &sink);
+    drain(streams.callerFar, &sink);
+    std::this_thread::sleep_for(10us);
+  }
+}
+
+// Nothing here spins: waits out a loss an earlier test (or a repeated run)
+// noted, which widens the caller stream's share.
+bool waitForQuietHost() {
+  for (int i = 0; i < 300 && spinsLostRecently(); ++i) std::this_thread::sleep_for(10ms);
+  return !spinsLostRecently();
+}
+
 TEST(CallerStreamOrder, TheCallerStreamNeverCarriesAnOlderMessageAfterANewerOne) {
   Params p;
   p.chunkBytes = 256 * 1024;
@@ -201,21 +218,14 @@ TEST(CallerStreamShare, LargerMessagesTakeItOnlyAfterASpinLostItsCpu) {
   openTwoStreams(p, CallerStreamUse{.open = true, .quietBytes = 512}, &streams);
   ASSERT_FALSE(HasFailure());
   SendComm& comm = *streams.comm;
-  const int dataFar = streams.dataFar, callerFar = streams.callerFar;
-  std::vector<uint8_t> tiny(256, 1), small(1024, 2), sink;
+  std::vector<uint8_t> tiny(256, 1), small(1024, 2);
   auto send = [&](std::vector<uint8_t>& message) {
     Request* req = nullptr;
     ASSERT_EQ(comm.isend(message.data(), message.size(), &req), Status::kOk);
     ASSERT_NE(req, nullptr);
-    for (int i = 0; i < 100000 && !finished(comm, req); ++i) {
-      drain(dataFar, &sink);
-      drain(callerFar, &sink);
-      std::this_thread::sleep_for(10us);
-    }
+    finishSend(streams, req);
   };
-  // Nothing here spins; a repeated run waits out its own earlier loss.
-  for (int i = 0; i < 300 && spinsLostRecently(); ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_FALSE(spinsLostRecently());
+  ASSERT_TRUE(waitForQuietHost());
   send(small);
   EXPECT_EQ(comm.callerStreamMessages(), 0u) << "1 KiB went to the caller stream on a quiet host";
   send(tiny);
@@ -231,8 +241,8 @@ TEST(CallerStreamShare, LargerMessagesTakeItOnlyAfterASpinLostItsCpu) {
   EXPECT_EQ(comm.callerStreamMessages(), 2u)
       << "1 KiB did not go to the caller stream on a busy host";
   EXPECT_TRUE(comm.close());
-  ::close(dataFar);
-  ::close(callerFar);
+  ::close(streams.dataFar);
+  ::close(streams.callerFar);
 }
 
 // Where workers spin, a message up to quietBytes takes the caller stream when
@@ -248,8 +258,7 @@ TEST(CallerStreamShare, WithinARunOnlyTheSmallestTakeIt) {
                  &streams);
   ASSERT_FALSE(HasFailure());
   SendComm& comm = *streams.comm;
-  const int dataFar = streams.dataFar, callerFar = streams.callerFar;
-  std::vector<uint8_t> tiny(256, 1), small(1024, 2), sink;
+  std::vector<uint8_t> tiny(256, 1), small(1024, 2);
   std::vector<Request*> sent;
   auto isend = [&](std::vector<uint8_t>& message) {
     Request* req = nullptr;
@@ -258,21 +267,13 @@ TEST(CallerStreamShare, WithinARunOnlyTheSmallestTakeIt) {
     sent.push_back(req);
   };
   auto finishAll = [&] {
-    for (Request* req : sent) {
-      for (int i = 0; i < 100000 && !finished(comm, req); ++i) {
-        drain(dataFar, &sink);
-        drain(callerFar, &sink);
-        std::this_thread::sleep_for(10us);
-      }
-    }
+    for (Request* req : sent) finishSend(streams, req);
     sent.clear();
   };
   auto pause = [] {
     std::this_thread::sleep_for(std::chrono::nanoseconds(3 * kCallerStreamRunGapNs));
   };
-  // A repeated run (or an earlier test) waits out a lost spin: it widens the share.
-  for (int i = 0; i < 300 && spinsLostRecently(); ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_FALSE(spinsLostRecently());
+  ASSERT_TRUE(waitForQuietHost());
   // Two 1 KiB messages back to back: the first on its own takes the caller
   // stream, the second (in a run) does not. Only a pair sent well within the
   // gap counts (a preempted test thread tries again).
@@ -301,8 +302,8 @@ TEST(CallerStreamShare, WithinARunOnlyTheSmallestTakeIt) {
   finishAll();
   EXPECT_EQ(comm.callerStreamMessages() - before, 3u) << "1 KiB after a pause did not take it";
   EXPECT_TRUE(comm.close());
-  ::close(dataFar);
-  ::close(callerFar);
+  ::close(streams.dataFar);
+  ::close(streams.callerFar);
 }
 
 }  // namespace
